@@ -1,0 +1,377 @@
+//! Wire types of the planwire protocol: JSON-RPC 2.0 over LSP base framing.
+//!
+//! Every custom method is a small uninhabited type implementing [`Request`] or
+//! [`Notification`], naming its method string, params and result. A reader learns
+//! the whole protocol from this file and `README.md`. Field names are camelCase on
+//! the wire. `schema.json` beside this crate is generated from these types
+//! (`cargo run -p planwire-protocol --bin planwire-schema`) and a test fails when it drifts.
+
+use schemars::JsonSchema;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+pub mod errors;
+pub mod methods;
+pub use errors::ErrorCode;
+pub use methods::*;
+
+/// The protocol version reported under `capabilities.experimental.planwire`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A client → server request.
+pub trait Request {
+    const METHOD: &'static str;
+    type Params: Serialize + DeserializeOwned + JsonSchema;
+    type Result: Serialize + DeserializeOwned + JsonSchema;
+}
+
+/// A server → client notification.
+pub trait Notification {
+    const METHOD: &'static str;
+    type Params: Serialize + DeserializeOwned + JsonSchema;
+}
+
+pub type TicketId = i64;
+pub type RunId = i64;
+pub type QuestionId = i64;
+pub type AgentRunId = i64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TicketStatus {
+    Draft,
+    Queued,
+    Planning,
+    NeedsInput,
+    Planned,
+    Failed,
+    Stopped,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn is_active(self) -> bool {
+        matches!(self, RunStatus::Queued | RunStatus::Running)
+    }
+}
+
+/// `as_str` / `parse` for the status enums: the wire spelling is also the database spelling.
+macro_rules! wire_names {
+    ($t:ident { $($v:ident = $s:literal),* $(,)? }) => {
+        impl $t {
+            pub const ALL: &'static [$t] = &[$($t::$v),*];
+            pub fn as_str(self) -> &'static str {
+                match self { $($t::$v => $s),* }
+            }
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $($s => Some($t::$v),)* _ => None }
+            }
+        }
+    };
+}
+wire_names!(TicketStatus { Draft = "draft", Queued = "queued", Planning = "planning", NeedsInput = "needs_input", Planned = "planned", Failed = "failed", Stopped = "stopped" });
+wire_names!(RunStatus { Queued = "queued", Running = "running", Completed = "completed", Failed = "failed", Cancelled = "cancelled", Interrupted = "interrupted" });
+wire_names!(QuestionStatus { Open = "open", Answered = "answered", Dismissed = "dismissed", Stale = "stale" });
+wire_names!(QuestionSource { Live = "live", Plan = "plan" });
+
+/// The plan a run produced, as the planner returned it inside `<planwire-plan>`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    pub title: String,
+    /// Markdown with the sections an implementer needs.
+    pub description: String,
+    #[serde(default)]
+    pub acceptance_criteria: Vec<String>,
+    #[serde(default)]
+    pub open_questions: Vec<String>,
+    #[serde(default)]
+    pub dependencies: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Ticket {
+    pub id: TicketId,
+    /// Absolute path of the repository the ticket plans work in.
+    pub root: String,
+    pub title: String,
+    pub description: String,
+    pub status: TicketStatus,
+    /// Planner CLI: `claude`, `opencode`, `codex` or `script`.
+    pub tool: String,
+    pub model: Option<String>,
+    pub variant: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+    /// Question records that are `open` or `stale`.
+    #[serde(default)]
+    pub open_questions: Vec<Question>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    /// Machine-readable code: `no_plan`, `exit_code`, `hard_timeout`, `idle_timeout`,
+    /// `spawn_failed`, `planner_error`, `interrupted`.
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    pub id: RunId,
+    pub ticket_id: TicketId,
+    pub status: RunStatus,
+    pub tool: String,
+    pub model: Option<String>,
+    pub variant: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub failure: Option<Failure>,
+    /// The provider session the run used or created.
+    pub provider_session_id: Option<String>,
+    /// Highest transcript seq so far.
+    pub last_seq: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub id: i64,
+    /// `description`, `response`, `plan`, `plan_candidate`, `question`, `answer`, `status` or `error`.
+    pub kind: String,
+    pub text: String,
+    pub run_id: Option<RunId>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionStatus {
+    Open,
+    Answered,
+    Dismissed,
+    Stale,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionSource {
+    Live,
+    Plan,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionOption {
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionItem {
+    pub header: String,
+    pub question: String,
+    #[serde(default)]
+    pub options: Vec<QuestionOption>,
+    #[serde(default)]
+    pub multi_select: bool,
+    #[serde(default)]
+    pub allow_other: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    pub id: QuestionId,
+    pub ticket_id: TicketId,
+    pub run_id: RunId,
+    pub status: QuestionStatus,
+    pub source: QuestionSource,
+    pub items: Vec<QuestionItem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    /// Labels of the chosen options.
+    #[serde(default)]
+    pub selected: Vec<String>,
+    /// Free text, where the item allows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other: Option<String>,
+}
+
+/// One normalized transcript event. `seq` starts at 1 per run and has no gaps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptEvent {
+    pub seq: u64,
+    /// RFC 3339 time the event was born.
+    pub ts: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_run_id: Option<AgentRunId>,
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentPhase {
+    Start,
+    End,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Running,
+    Completed,
+    Error,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Auth,
+    RateLimit,
+    Overloaded,
+    ContextOverflow,
+    Network,
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum EventBody {
+    /// Assistant text. `final` is true for the run's final answer.
+    Text {
+        text: String,
+        #[serde(rename = "final")]
+        is_final: bool,
+    },
+    Reasoning {
+        text: String,
+    },
+    ToolCall {
+        call_id: String,
+        name: String,
+        /// A short summary of the tool's input (a path, a command, a pattern).
+        input: String,
+    },
+    ToolResult {
+        call_id: String,
+        status: ToolStatus,
+        /// A truncated summary of the tool's output.
+        output: String,
+    },
+    Subagent {
+        phase: SubagentPhase,
+        label: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    Usage {
+        input_tokens: u64,
+        output_tokens: u64,
+        cache_read_tokens: u64,
+        cache_write_tokens: u64,
+        cost_usd: f64,
+    },
+    Session {
+        provider_session_id: String,
+    },
+    Error {
+        error_kind: ErrorKind,
+        message: String,
+    },
+    Question {
+        question_id: QuestionId,
+    },
+    /// A line the adapter did not recognise, kept verbatim (possibly truncated).
+    Raw {
+        line: String,
+    },
+}
+
+impl EventBody {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventBody::Text { .. } => "text",
+            EventBody::Reasoning { .. } => "reasoning",
+            EventBody::ToolCall { .. } => "toolCall",
+            EventBody::ToolResult { .. } => "toolResult",
+            EventBody::Subagent { .. } => "subagent",
+            EventBody::Usage { .. } => "usage",
+            EventBody::Session { .. } => "session",
+            EventBody::Error { .. } => "error",
+            EventBody::Question { .. } => "question",
+            EventBody::Raw { .. } => "raw",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannerInfo {
+    pub tool: String,
+    pub found: bool,
+    pub path: Option<String>,
+    pub version: Option<String>,
+    pub supported: bool,
+    /// What to install or fix when the planner is not usable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// `capabilities.experimental.planwire` in the `initialize` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerCapabilities {
+    pub protocol_version: u32,
+    pub planners: Vec<PlannerInfo>,
+}
+
+/// `initializationOptions` the server understands. All are optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializationOptions {
+    /// SQLite file; else `PLANWIRE_DB`, else `$XDG_DATA_HOME/planwire/planwire.db`.
+    pub db_path: Option<String>,
+    /// SIGTERM → SIGKILL grace period of a stop, in ms (default 3000).
+    pub stop_grace_ms: Option<u64>,
+    /// Hard limit of one run, in ms (default 30 min).
+    pub hard_timeout_ms: Option<u64>,
+    /// A run with no output this long fails, in ms (default 10 min).
+    pub idle_timeout_ms: Option<u64>,
+    /// Planner used when a ticket names none (default `claude`).
+    pub default_tool: Option<String>,
+    /// Per-planner settings, keyed by tool name.
+    #[serde(default)]
+    pub planners: std::collections::BTreeMap<String, PlannerOptions>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannerOptions {
+    /// Path of the CLI binary (instead of searching `PATH`).
+    pub path: Option<String>,
+}

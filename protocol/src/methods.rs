@@ -1,0 +1,237 @@
+//! Every custom method and notification, in the order a client meets them.
+
+use crate::*;
+
+macro_rules! request {
+    ($(#[$m:meta])* $name:ident, $method:literal, $params:ty, $result:ty) => {
+        $(#[$m])*
+        pub enum $name {}
+        impl Request for $name {
+            const METHOD: &'static str = $method;
+            type Params = $params;
+            type Result = $result;
+        }
+    };
+}
+
+macro_rules! notification {
+    ($(#[$m:meta])* $name:ident, $method:literal, $params:ty) => {
+        $(#[$m])*
+        pub enum $name {}
+        impl Notification for $name {
+            const METHOD: &'static str = $method;
+            type Params = $params;
+        }
+    };
+}
+
+request!(
+    /// Creates a draft ticket.
+    CreateTicket, "planwire/createTicket", CreateTicketParams, Ticket
+);
+request!(ListTickets, "planwire/listTickets", ListTicketsParams, ListTicketsResult);
+request!(GetTicket, "planwire/getTicket", TicketRef, GetTicketResult);
+request!(
+    /// Starts planning a ticket (creating it first when given root, title and description).
+    Plan, "planwire/plan", PlanParams, PlanResult
+);
+request!(
+    /// Stops the ticket's active run; answers once its process group is gone.
+    Stop, "planwire/stop", TicketRef, StopResult
+);
+request!(Status, "planwire/status", StatusParams, StatusResult);
+request!(
+    /// Answers (or dismisses) a question; planning resumes.
+    AnswerQuestion, "planwire/answer", AnswerParams, AnswerResult
+);
+request!(GetTranscript, "planwire/getTranscript", GetTranscriptParams, GetTranscriptResult);
+
+notification!(
+    /// Newly committed transcript events of one run, in seq order.
+    TranscriptNotification, "planwire/transcript", TranscriptParams
+);
+notification!(TicketChanged, "planwire/ticketChanged", TicketChangedParams);
+notification!(RunChanged, "planwire/runChanged", RunChangedParams);
+notification!(QuestionNotification, "planwire/question", QuestionParams);
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateTicketParams {
+    /// Absolute path of an existing directory.
+    pub root: String,
+    /// Non-empty.
+    pub title: String,
+    /// Required; may be empty.
+    pub description: String,
+    /// `claude` (default), `opencode`, `codex` or `script`.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// Model name passed to the CLI. For `script`: a built-in script name or a script file path.
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub variant: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTicketsParams {
+    /// Only tickets of this root.
+    #[serde(default)]
+    pub root: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTicketsResult {
+    pub tickets: Vec<Ticket>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TicketRef {
+    pub ticket_id: TicketId,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GetTicketResult {
+    pub ticket: Ticket,
+    pub messages: Vec<Message>,
+    pub questions: Vec<Question>,
+    pub runs: Vec<Run>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanParams {
+    #[serde(default)]
+    pub ticket_id: Option<TicketId>,
+    /// With `title` and `description`: create the ticket, then plan it.
+    #[serde(default)]
+    pub root: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub tool: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// Start a new provider session instead of resuming the ticket's.
+    #[serde(default)]
+    pub fresh: bool,
+    /// Re-run with exactly that run's tool, model and variant.
+    #[serde(default)]
+    pub retry_of: Option<RunId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanResult {
+    pub ticket_id: TicketId,
+    pub run_id: RunId,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StopResult {
+    /// False when no run was active.
+    pub stopped: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusParams {
+    #[serde(default)]
+    pub ticket_id: Option<TicketId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusResult {
+    /// Runs that are queued or running (of the ticket, when one was named).
+    pub active_runs: Vec<Run>,
+    pub planners: Vec<PlannerInfo>,
+    pub store: StoreFacts,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreFacts {
+    pub path: String,
+    pub schema_version: u32,
+    pub tickets: u64,
+    pub runs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerParams {
+    pub ticket_id: TicketId,
+    pub question_id: QuestionId,
+    /// One entry per question item, in order.
+    #[serde(default)]
+    pub answers: Vec<Answer>,
+    /// Decline to answer instead.
+    #[serde(default)]
+    pub dismiss: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerResult {
+    /// The run that continues with the answer.
+    pub run_id: RunId,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GetTranscriptParams {
+    pub run_id: RunId,
+    #[serde(default)]
+    pub after_seq: u64,
+    /// At most this many events (default and maximum 5000).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GetTranscriptResult {
+    pub events: Vec<TranscriptEvent>,
+    /// Highest seq the run has so far (not of this page).
+    pub last_seq: u64,
+    /// The run has ended and this page reaches `lastSeq`.
+    pub done: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptParams {
+    pub ticket_id: TicketId,
+    pub run_id: RunId,
+    pub events: Vec<TranscriptEvent>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TicketChangedParams {
+    pub ticket: Ticket,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunChangedParams {
+    pub run: Run,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionParams {
+    pub ticket_id: TicketId,
+    pub run_id: RunId,
+    pub question: Question,
+}
