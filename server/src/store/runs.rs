@@ -1,0 +1,312 @@
+//! Runs, their lifecycle events, and recovery of runs whose owner died.
+
+use planwire_protocol::{Failure, Run, RunId, RunStatus, TicketId, TicketStatus};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use super::{questions, tickets, Result, StoreError};
+use crate::util::{now, same_process_alive};
+
+pub struct NewRun {
+    pub ticket_id: TicketId,
+    pub tool: String,
+    pub model: Option<String>,
+    pub variant: Option<String>,
+    pub retry_of: Option<RunId>,
+    /// The provider session this run resumes.
+    pub resume_of: Option<String>,
+    /// Why a run that could have resumed starts fresh.
+    pub fresh_reason: Option<String>,
+}
+
+/// The process that owns a run: a planwire sidecar.
+#[derive(Debug, Clone, Copy)]
+pub struct Owner {
+    pub pid: i32,
+    pub start: u64,
+}
+
+/// The planner process of a run, as recorded once it started.
+#[derive(Debug, Clone)]
+pub struct ChildInfo {
+    pub pid: i32,
+    pub start: u64,
+    pub pgid: i32,
+    pub argv: Vec<String>,
+    pub cli_version: Option<String>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct Ending {
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub failure: Option<Failure>,
+    pub stderr_tail: Option<String>,
+    pub session_id: Option<String>,
+    pub first_output_ms: Option<i64>,
+    pub first_final_ms: Option<i64>,
+    pub total_ms: Option<i64>,
+}
+
+/// A leftover planner process group found during recovery.
+#[derive(Debug, Clone)]
+pub struct Leftover {
+    pub run_id: RunId,
+    pub ticket_id: TicketId,
+    pub pgid: Option<i32>,
+    pub child_start: Option<u64>,
+}
+
+const SELECT: &str = "SELECT id, ticket_id, status, tool, model, variant, created_at, started_at, ended_at,
+    exit_code, signal, failure_code, failure_message, session_id, last_seq FROM runs";
+
+fn from_row(r: &Row) -> rusqlite::Result<Run> {
+    let status: String = r.get(2)?;
+    let code: Option<String> = r.get(11)?;
+    let message: Option<String> = r.get(12)?;
+    Ok(Run {
+        id: r.get(0)?,
+        ticket_id: r.get(1)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        tool: r.get(3)?,
+        model: r.get(4)?,
+        variant: r.get(5)?,
+        created_at: r.get(6)?,
+        started_at: r.get(7)?,
+        ended_at: r.get(8)?,
+        exit_code: r.get(9)?,
+        signal: r.get(10)?,
+        failure: code.map(|code| Failure { code, message: message.unwrap_or_default() }),
+        provider_session_id: r.get(13)?,
+        last_seq: r.get(14)?,
+    })
+}
+
+pub fn get(conn: &Connection, id: RunId) -> Result<Run> {
+    conn.query_row(&format!("{SELECT} WHERE id = ?1"), [id], from_row)
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(format!("run {id}")))
+}
+
+/// Runs of a ticket, newest first.
+pub fn for_ticket(conn: &Connection, ticket: TicketId) -> Result<Vec<Run>> {
+    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE ticket_id = ?1 ORDER BY id DESC"))?;
+    let rows = stmt.query_map([ticket], from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn active(conn: &Connection, ticket: Option<TicketId>) -> Result<Vec<Run>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT} WHERE status IN ('queued', 'running') AND (?1 IS NULL OR ticket_id = ?1) ORDER BY id"
+    ))?;
+    let rows = stmt.query_map([ticket], from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn log_event(conn: &Connection, run: RunId, event: &str, reason: Option<&str>) -> Result<()> {
+    conn.execute(
+        "INSERT INTO run_events (run_id, event, at, reason) VALUES (?1, ?2, ?3, ?4)",
+        params![run, event, now(), reason],
+    )?;
+    Ok(())
+}
+
+/// Creates a queued run, unless the ticket already has a live one. A run left active by an
+/// owner that is gone is interrupted first, so a crashed sidecar never blocks a ticket.
+pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, Vec<Leftover>)> {
+    let mut leftovers = Vec::new();
+    let existing: Option<(RunId, Option<i32>, Option<u64>)> = conn
+        .query_row(
+            "SELECT id, owner_pid, owner_start FROM runs WHERE ticket_id = ?1 AND status IN ('queued', 'running')",
+            [new.ticket_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    if let Some((run, pid, start)) = existing {
+        let alive = matches!((pid, start), (Some(p), Some(s)) if same_process_alive(p, s));
+        if alive {
+            return Err(StoreError::Busy(new.ticket_id));
+        }
+        leftovers.push(interrupt(conn, run, "its planwire process is gone")?);
+    }
+    let prev = tickets::status(conn, new.ticket_id)?;
+    let prev = match prev {
+        TicketStatus::Queued | TicketStatus::Planning => TicketStatus::Draft,
+        s => s,
+    };
+    conn.execute(
+        "INSERT INTO runs (ticket_id, status, tool, model, variant, prev_ticket_status, owner_pid, owner_start,
+            heartbeat_at, retry_of, resume_of, fresh_reason, created_at)
+         VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?8)",
+        params![
+            new.ticket_id,
+            new.tool,
+            new.model,
+            new.variant,
+            prev.as_str(),
+            owner.pid,
+            owner.start,
+            now(),
+            new.retry_of,
+            new.resume_of,
+            new.fresh_reason
+        ],
+    )?;
+    let id = conn.last_insert_rowid();
+    log_event(conn, id, "created", new.fresh_reason.as_deref())?;
+    tickets::set_status(conn, new.ticket_id, TicketStatus::Queued)?;
+    Ok((id, leftovers))
+}
+
+pub fn mark_started(conn: &Connection, run: RunId, child: &ChildInfo) -> Result<()> {
+    let argv = serde_json::to_string(&child.argv).expect("argv serializes");
+    conn.execute(
+        "UPDATE runs SET status = 'running', started_at = ?2, child_pid = ?3, child_start = ?4, pgid = ?5,
+            argv_json = ?6, cli_version = ?7 WHERE id = ?1",
+        params![run, now(), child.pid, child.start, child.pgid, argv, child.cli_version],
+    )?;
+    log_event(conn, run, "started", None)?;
+    let ticket: TicketId = conn.query_row("SELECT ticket_id FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
+    tickets::set_status(conn, ticket, TicketStatus::Planning)
+}
+
+pub fn set_session(conn: &Connection, run: RunId, session_id: &str) -> Result<()> {
+    conn.execute("UPDATE runs SET session_id = ?2 WHERE id = ?1", params![run, session_id])?;
+    Ok(())
+}
+
+/// Records how a run ended. The caller settles the ticket.
+pub fn finish(conn: &Connection, run: RunId, e: &Ending) -> Result<()> {
+    let (code, message) = match &e.failure {
+        Some(f) => (Some(f.code.as_str()), Some(f.message.as_str())),
+        None => (None, None),
+    };
+    conn.execute(
+        "UPDATE runs SET status = ?2, ended_at = ?3, exit_code = ?4, signal = ?5, failure_code = ?6,
+            failure_message = ?7, stderr_tail = ?8, session_id = COALESCE(?9, session_id),
+            first_output_ms = ?10, first_final_ms = ?11, total_ms = ?12
+         WHERE id = ?1",
+        params![
+            run,
+            e.status.as_str(),
+            now(),
+            e.exit_code,
+            e.signal,
+            code,
+            message,
+            e.stderr_tail,
+            e.session_id,
+            e.first_output_ms,
+            e.first_final_ms,
+            e.total_ms
+        ],
+    )?;
+    log_event(conn, run, e.status.as_str(), message)
+}
+
+/// The ticket status a run found before it started.
+pub fn prev_ticket_status(conn: &Connection, run: RunId) -> Result<TicketStatus> {
+    let s: String = conn.query_row("SELECT prev_ticket_status FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
+    Ok(TicketStatus::parse(&s).unwrap_or(TicketStatus::Draft))
+}
+
+pub fn heartbeat(conn: &Connection, owner: Owner) -> Result<()> {
+    conn.execute(
+        "UPDATE runs SET heartbeat_at = ?3 WHERE owner_pid = ?1 AND owner_start = ?2 AND status IN ('queued', 'running')",
+        params![owner.pid, owner.start, now()],
+    )?;
+    Ok(())
+}
+
+/// Marks one active run interrupted and returns its ticket to its settled status (or keeps
+/// it `needs_input` when it holds an open or stale question).
+fn interrupt(conn: &Connection, run: RunId, why: &str) -> Result<Leftover> {
+    let (ticket, pgid, child_start): (TicketId, Option<i32>, Option<u64>) = conn.query_row(
+        "SELECT ticket_id, pgid, child_start FROM runs WHERE id = ?1",
+        [run],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let message = format!("Planning was interrupted: {why}.");
+    conn.execute(
+        "UPDATE runs SET status = 'interrupted', ended_at = ?2, failure_code = 'interrupted', failure_message = ?3
+         WHERE id = ?1",
+        params![run, now(), message],
+    )?;
+    log_event(conn, run, "interrupted", Some(why))?;
+    questions::mark_stale(conn, run)?;
+    let status = if questions::open_for_ticket(conn, ticket)?.is_empty() {
+        prev_ticket_status(conn, run)?
+    } else {
+        TicketStatus::NeedsInput
+    };
+    tickets::set_status(conn, ticket, status)?;
+    tickets::add_message(conn, ticket, Some(run), "status", &message)?;
+    Ok(Leftover { run_id: run, ticket_id: ticket, pgid, child_start })
+}
+
+/// Interrupts every active run whose owner is gone. The caller kills the leftover groups.
+pub fn recover(conn: &Connection) -> Result<Vec<Leftover>> {
+    let candidates: Vec<(RunId, Option<i32>, Option<u64>)> = {
+        let mut stmt =
+            conn.prepare("SELECT id, owner_pid, owner_start FROM runs WHERE status IN ('queued', 'running')")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut out = Vec::new();
+    for (run, pid, start) in candidates {
+        let alive = matches!((pid, start), (Some(p), Some(s)) if same_process_alive(p, s));
+        if !alive {
+            out.push(interrupt(conn, run, "its planwire process exited while it was active")?);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tickets::tests::new_ticket;
+
+    fn new_run(ticket: TicketId) -> NewRun {
+        NewRun {
+            ticket_id: ticket,
+            tool: "script".into(),
+            model: None,
+            variant: None,
+            retry_of: None,
+            resume_of: None,
+            fresh_reason: None,
+        }
+    }
+
+    #[test]
+    fn one_active_run_per_ticket_while_the_owner_lives() {
+        let conn = crate::store::test_conn();
+        let t = new_ticket(&conn);
+        let (pid, start) = crate::util::self_identity();
+        let me = Owner { pid, start };
+        let (run, _) = create(&conn, &new_run(t), me).unwrap();
+        assert!(matches!(create(&conn, &new_run(t), me), Err(StoreError::Busy(_))));
+        assert_eq!(tickets::status(&conn, t).unwrap(), TicketStatus::Queued);
+        // A dead owner does not block: its run is interrupted.
+        conn.execute("UPDATE runs SET owner_start = 1 WHERE id = ?1", [run]).unwrap();
+        let (second, leftovers) = create(&conn, &new_run(t), me).unwrap();
+        assert_eq!(leftovers.len(), 1);
+        assert_eq!(get(&conn, run).unwrap().status, RunStatus::Interrupted);
+        assert_eq!(get(&conn, second).unwrap().status, RunStatus::Queued);
+    }
+
+    #[test]
+    fn recovery_returns_ticket_to_settled_status() {
+        let conn = crate::store::test_conn();
+        let t = new_ticket(&conn);
+        let ghost = Owner { pid: i32::MAX, start: 1 };
+        let (run, _) = create(&conn, &new_run(t), ghost).unwrap();
+        let left = recover(&conn).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(get(&conn, run).unwrap().status, RunStatus::Interrupted);
+        assert_eq!(tickets::status(&conn, t).unwrap(), TicketStatus::Draft);
+        assert!(recover(&conn).unwrap().is_empty());
+    }
+}

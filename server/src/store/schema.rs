@@ -1,0 +1,128 @@
+//! Numbered migrations, tracked with `PRAGMA user_version`. Append; never edit a shipped one.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+const MIGRATIONS: &[&str] = &[
+    // 1: the first schema.
+    r#"
+    CREATE TABLE projects (
+        id INTEGER PRIMARY KEY,
+        root TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE tickets (
+        id INTEGER PRIMARY KEY,
+        project_id INTEGER NOT NULL REFERENCES projects(id),
+        title TEXT NOT NULL,
+        description TEXT NOT NULL,
+        status TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        model TEXT,
+        variant TEXT,
+        plan_json TEXT,
+        session_tool TEXT,
+        session_id TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX tickets_by_project ON tickets(project_id, id);
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        ticket_id INTEGER NOT NULL REFERENCES tickets(id),
+        kind TEXT NOT NULL DEFAULT 'plan',
+        status TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        model TEXT,
+        variant TEXT,
+        prev_ticket_status TEXT NOT NULL,
+        owner_pid INTEGER,
+        owner_start INTEGER,
+        heartbeat_at TEXT,
+        child_pid INTEGER,
+        child_start INTEGER,
+        pgid INTEGER,
+        argv_json TEXT,
+        cli_version TEXT,
+        session_id TEXT,
+        resume_of TEXT,
+        fresh_reason TEXT,
+        retry_of INTEGER,
+        exit_code INTEGER,
+        signal INTEGER,
+        failure_code TEXT,
+        failure_message TEXT,
+        stderr_tail TEXT,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        started_at TEXT,
+        ended_at TEXT,
+        first_output_ms INTEGER,
+        first_final_ms INTEGER,
+        total_ms INTEGER
+    );
+    CREATE INDEX runs_by_ticket ON runs(ticket_id, id);
+    CREATE UNIQUE INDEX runs_one_active_per_ticket ON runs(ticket_id) WHERE status IN ('queued', 'running');
+    CREATE TABLE run_events (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        event TEXT NOT NULL,
+        at TEXT NOT NULL,
+        reason TEXT
+    );
+    CREATE INDEX run_events_by_run ON run_events(run_id);
+    CREATE TABLE agent_runs (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        parent_id INTEGER REFERENCES agent_runs(id),
+        key TEXT,
+        label TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        ended_at TEXT
+    );
+    CREATE INDEX agent_runs_by_run ON agent_runs(run_id);
+    CREATE TABLE transcript (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        seq INTEGER NOT NULL,
+        agent_run_id INTEGER,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        ticket_id INTEGER NOT NULL REFERENCES tickets(id),
+        run_id INTEGER REFERENCES runs(id),
+        kind TEXT NOT NULL,
+        text TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX messages_by_ticket ON messages(ticket_id, id);
+    CREATE TABLE questions (
+        id INTEGER PRIMARY KEY,
+        ticket_id INTEGER NOT NULL REFERENCES tickets(id),
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        source TEXT NOT NULL,
+        status TEXT NOT NULL,
+        items_json TEXT NOT NULL,
+        answer_json TEXT,
+        request_id TEXT,
+        created_at TEXT NOT NULL,
+        answered_at TEXT
+    );
+    CREATE INDEX questions_by_ticket ON questions(ticket_id, id);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const VERSION: u32 = MIGRATIONS.len() as u32;
+
+pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as u32)?;
+    }
+    tx.commit()
+}

@@ -1,0 +1,68 @@
+//! The transcript: append-only numbered events, and the agent runs they belong to.
+//! Streaming N bytes writes O(N) bytes: rows are inserted, never rewritten.
+
+use planwire_protocol::{AgentRunId, RunId, TranscriptEvent};
+use rusqlite::{params, Connection};
+
+use super::Result;
+use crate::util::now;
+
+/// Appends a batch of events (already numbered, in order) and advances the run's `last_seq`.
+/// Each event is serialized once, here.
+pub fn append(conn: &Connection, run: RunId, events: &[TranscriptEvent]) -> Result<()> {
+    let Some(last) = events.last() else { return Ok(()) };
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO transcript (run_id, seq, agent_run_id, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for e in events {
+        let payload = serde_json::to_string(e).expect("an event serializes");
+        stmt.execute(params![run, e.seq, e.agent_run_id, e.body.kind(), payload])?;
+    }
+    conn.execute("UPDATE runs SET last_seq = ?2 WHERE id = ?1", params![run, last.seq])?;
+    Ok(())
+}
+
+/// Events with `seq > after`, at most `limit`, and the run's highest seq.
+pub fn page(conn: &Connection, run: RunId, after: u64, limit: u32) -> Result<(Vec<TranscriptEvent>, u64)> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT payload FROM transcript WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+    )?;
+    let events = stmt
+        .query_map(params![run, after, limit], |r| r.get::<_, String>(0))?
+        .filter_map(|p| p.ok().and_then(|p| serde_json::from_str(&p).ok()))
+        .collect();
+    let last: u64 = conn.query_row("SELECT last_seq FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
+    Ok((events, last))
+}
+
+pub fn start_agent_run(
+    conn: &Connection,
+    run: RunId,
+    parent: Option<AgentRunId>,
+    key: Option<&str>,
+    label: &str,
+) -> Result<AgentRunId> {
+    conn.execute(
+        "INSERT INTO agent_runs (run_id, parent_id, key, label, status, started_at)
+         VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
+        params![run, parent, key, label, now()],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub fn end_agent_run(conn: &Connection, id: AgentRunId, status: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE agent_runs SET status = ?2, ended_at = ?3 WHERE id = ?1 AND ended_at IS NULL",
+        params![id, status, now()],
+    )?;
+    Ok(())
+}
+
+/// Ends every agent run of a run that is still open.
+pub fn end_open_agent_runs(conn: &Connection, run: RunId, status: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE agent_runs SET status = ?2, ended_at = ?3 WHERE run_id = ?1 AND ended_at IS NULL",
+        params![run, status, now()],
+    )?;
+    Ok(())
+}
