@@ -33,7 +33,7 @@ request!(ListTickets, "planwire/listTickets", ListTicketsParams, ListTicketsResu
 request!(GetTicket, "planwire/getTicket", TicketRef, GetTicketResult);
 request!(
     /// Starts planning a ticket (creating it first when given root, title and description).
-    Plan, "planwire/plan", PlanParams, PlanResult
+    StartPlan, "planwire/plan", PlanParams, PlanResult
 );
 request!(
     /// Stops the ticket's active run; answers once its process group is gone.

@@ -1,10 +1,17 @@
 //! planwire: an editor sidecar that plans tickets with a coding-agent CLI.
 //!
 //! Data flows one way: planner line → adapter parser → numbered event → store + notify.
-//! `transport` frames JSON-RPC, `handlers` wire requests to the `runner`, which drives one
-//! planner process through the `supervisor` and records everything in the `store`.
+//! `transport` frames JSON-RPC, `server` runs the lifecycle and hands each request to its
+//! file under `handlers`, and the `runner` drives one planner process through the
+//! `supervisor`, recording everything in the `store`.
 
+pub mod config;
+pub mod handlers;
 pub mod planners;
+pub mod progress;
+pub mod runner;
+pub mod server;
+pub mod session;
 pub mod store;
 pub mod supervisor;
 pub mod transport;

@@ -58,7 +58,8 @@ const MIGRATIONS: &[&str] = &[
         ended_at TEXT,
         first_output_ms INTEGER,
         first_final_ms INTEGER,
-        total_ms INTEGER
+        total_ms INTEGER,
+        stop_requested INTEGER NOT NULL DEFAULT 0
     );
     CREATE INDEX runs_by_ticket ON runs(ticket_id, id);
     CREATE UNIQUE INDEX runs_one_active_per_ticket ON runs(ticket_id) WHERE status IN ('queued', 'running');
@@ -111,6 +112,13 @@ const MIGRATIONS: &[&str] = &[
         answered_at TEXT
     );
     CREATE INDEX questions_by_ticket ON questions(ticket_id, id);
+    CREATE TABLE planner_versions (
+        path TEXT PRIMARY KEY,
+        mtime INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        checked_at TEXT NOT NULL
+    );
     "#,
 ];
 

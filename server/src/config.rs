@@ -1,0 +1,36 @@
+//! Settings of one server session, from `initializationOptions` with defaults.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use planwire_protocol::InitializationOptions;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub db_path: PathBuf,
+    pub stop_grace: Duration,
+    pub hard_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub default_tool: String,
+    /// Explicit CLI paths, by tool name.
+    pub planner_paths: BTreeMap<String, PathBuf>,
+}
+
+impl Config {
+    pub fn from_options(opts: &InitializationOptions) -> Config {
+        let ms = |v: Option<u64>, default: u64| Duration::from_millis(v.unwrap_or(default));
+        Config {
+            db_path: crate::store::default_path(opts.db_path.as_deref()),
+            stop_grace: ms(opts.stop_grace_ms, 3_000),
+            hard_timeout: ms(opts.hard_timeout_ms, 30 * 60_000),
+            idle_timeout: ms(opts.idle_timeout_ms, 10 * 60_000),
+            default_tool: opts.default_tool.clone().unwrap_or_else(|| "claude".into()),
+            planner_paths: opts
+                .planners
+                .iter()
+                .filter_map(|(tool, o)| Some((tool.clone(), PathBuf::from(o.path.as_ref()?))))
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! `planwire/createTicket`: a draft ticket in an existing directory.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use planwire_protocol::{CreateTicketParams, ErrorCode, Ticket};
+
+use super::{invalid_params, HandlerResult};
+use crate::planners::Tool;
+use crate::runner::store_error;
+use crate::session::Session;
+use crate::store::tickets::{self, NewTicket};
+use crate::transport::ResponseError;
+
+pub async fn handle(s: Arc<Session>, p: CreateTicketParams) -> HandlerResult<Ticket> {
+    create(&s, p).await
+}
+
+/// Validates and stores a new ticket; shared with `planwire/plan`'s create-and-plan form.
+pub async fn create(s: &Session, p: CreateTicketParams) -> HandlerResult<Ticket> {
+    let root = check_root(&p.root)?;
+    if p.title.trim().is_empty() {
+        return Err(invalid_params("invalid params for planwire/createTicket: field `title` must not be empty"));
+    }
+    let tool = p.tool.clone().unwrap_or_else(|| s.config.default_tool.clone());
+    check_tool(&tool)?;
+    let new = NewTicket {
+        root,
+        title: p.title.trim().to_owned(),
+        description: p.description,
+        tool,
+        model: p.model.filter(|m| !m.is_empty()),
+        variant: p.variant.filter(|v| !v.is_empty()),
+    };
+    s.store
+        .write(move |c| {
+            let id = tickets::create(c, &new)?;
+            tickets::get(c, id)
+        })
+        .await
+        .map_err(store_error)
+}
+
+/// A root must be an absolute path of an existing directory; it is stored canonical.
+pub fn check_root(root: &str) -> HandlerResult<String> {
+    let path = Path::new(root);
+    if !path.is_absolute() {
+        return Err(invalid_params(format!("field `root` must be an absolute path, got {root:?}")));
+    }
+    match std::fs::canonicalize(path) {
+        Ok(p) if p.is_dir() => Ok(p.display().to_string()),
+        Ok(_) => Err(ResponseError::new(ErrorCode::ProjectUnavailable, format!("{root} is not a directory"))),
+        Err(e) => Err(ResponseError::new(ErrorCode::ProjectUnavailable, format!("{root} is not available: {e}"))),
+    }
+}
+
+pub fn check_tool(tool: &str) -> HandlerResult<Tool> {
+    Tool::parse(tool).ok_or_else(|| {
+        let known: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
+        invalid_params(format!("field `tool`: unknown planner {tool:?}; one of {}", known.join(", ")))
+    })
+}

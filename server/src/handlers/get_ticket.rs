@@ -1,0 +1,25 @@
+//! `planwire/getTicket`: the ticket with its conversation, questions and runs (newest first).
+
+use std::sync::Arc;
+
+use planwire_protocol::{GetTicketResult, TicketRef};
+
+use super::HandlerResult;
+use crate::runner::store_error;
+use crate::session::Session;
+use crate::store::{questions, runs, tickets};
+
+pub async fn handle(s: Arc<Session>, p: TicketRef) -> HandlerResult<GetTicketResult> {
+    let id = p.ticket_id;
+    s.store
+        .read(move |c| {
+            Ok(GetTicketResult {
+                ticket: tickets::get(c, id)?,
+                messages: tickets::messages(c, id)?,
+                questions: questions::for_ticket(c, id)?,
+                runs: runs::for_ticket(c, id)?,
+            })
+        })
+        .await
+        .map_err(store_error)
+}

@@ -1,0 +1,68 @@
+//! Request handlers: one file per method, each a small async function from typed params to
+//! a typed result. [`dispatch`] is the table of contents.
+//!
+//! Execution model: `initialize` and `shutdown` run on the main loop (they change the
+//! connection's state); every other request runs as its own task, so a slow one never holds
+//! up the rest, and `$/cancelRequest` can abort it.
+
+mod create_ticket;
+mod get_ticket;
+mod get_transcript;
+mod list_tickets;
+mod plan;
+mod status;
+mod stop;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use planwire_protocol::{self as p, ErrorCode, Request};
+use serde_json::Value;
+
+use crate::session::Session;
+use crate::transport::ResponseError;
+
+pub type HandlerResult<T> = Result<T, ResponseError>;
+
+pub async fn dispatch(s: Arc<Session>, method: &str, params: Value) -> HandlerResult<Value> {
+    match method {
+        p::CreateTicket::METHOD => call::<p::CreateTicket, _, _>(s, params, create_ticket::handle).await,
+        p::ListTickets::METHOD => call::<p::ListTickets, _, _>(s, params, list_tickets::handle).await,
+        p::GetTicket::METHOD => call::<p::GetTicket, _, _>(s, params, get_ticket::handle).await,
+        p::StartPlan::METHOD => call::<p::StartPlan, _, _>(s, params, plan::handle).await,
+        p::Stop::METHOD => call::<p::Stop, _, _>(s, params, stop::handle).await,
+        p::Status::METHOD => call::<p::Status, _, _>(s, params, status::handle).await,
+        p::GetTranscript::METHOD => call::<p::GetTranscript, _, _>(s, params, get_transcript::handle).await,
+        _ => Err(ResponseError::new(ErrorCode::MethodNotFound, format!("unknown method {method}"))),
+    }
+}
+
+async fn call<R, F, Fut>(s: Arc<Session>, params: Value, f: F) -> HandlerResult<Value>
+where
+    R: Request,
+    F: FnOnce(Arc<Session>, R::Params) -> Fut,
+    Fut: Future<Output = HandlerResult<R::Result>>,
+{
+    let params = parse_params::<R::Params>(R::METHOD, params)?;
+    let result = f(s, params).await?;
+    serde_json::to_value(result).map_err(|e| ResponseError::new(ErrorCode::InternalError, e.to_string()))
+}
+
+/// Typed params, with an error that names the offending field.
+pub fn parse_params<P: serde::de::DeserializeOwned>(method: &str, params: Value) -> HandlerResult<P> {
+    let params = if params.is_null() { Value::Object(Default::default()) } else { params };
+    serde_path_to_error::deserialize(params).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = if path == "." || path.is_empty() {
+            format!("invalid params for {method}: {inner}")
+        } else {
+            format!("invalid params for {method}: field `{path}`: {inner}")
+        };
+        ResponseError::new(ErrorCode::InvalidParams, message)
+    })
+}
+
+pub fn invalid_params(message: impl Into<String>) -> ResponseError {
+    ResponseError::new(ErrorCode::InvalidParams, message)
+}

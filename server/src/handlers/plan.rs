@@ -1,0 +1,71 @@
+//! `planwire/plan`: start planning a ticket (creating it first when given root, title and
+//! description). A ticket planned before resumes its provider session unless `fresh`;
+//! `retryOf` re-runs exactly that run's tool, model and variant.
+
+use std::sync::Arc;
+
+use planwire_protocol::{CreateTicketParams, PlanParams, PlanResult, Ticket};
+
+use super::create_ticket::{check_tool, create};
+use super::{invalid_params, HandlerResult};
+use crate::planners::prompt;
+use crate::runner::{self, store_error, RunSpec};
+use crate::session::Session;
+use crate::store::{runs, tickets};
+
+pub async fn handle(s: Arc<Session>, p: PlanParams) -> HandlerResult<PlanResult> {
+    let ticket = match (p.ticket_id, &p.root, &p.title) {
+        (Some(id), _, _) => s.store.read(move |c| tickets::get(c, id)).await.map_err(store_error)?,
+        (None, Some(root), Some(title)) => {
+            let params = CreateTicketParams {
+                root: root.clone(),
+                title: title.clone(),
+                description: p.description.clone().unwrap_or_default(),
+                tool: p.tool.clone(),
+                model: p.model.clone(),
+                variant: p.variant.clone(),
+            };
+            create(&s, params).await?
+        }
+        _ => return Err(invalid_params("planwire/plan needs `ticketId`, or `root`, `title` and `description`")),
+    };
+    let spec = run_spec(&s, &ticket, &p).await?;
+    let run_id = runner::start(&s, &ticket, spec).await?;
+    Ok(PlanResult { ticket_id: ticket.id, run_id })
+}
+
+async fn run_spec(s: &Session, ticket: &Ticket, p: &PlanParams) -> HandlerResult<RunSpec> {
+    let (tool, model, variant) = match p.retry_of {
+        Some(run_id) => {
+            let run = s.store.read(move |c| runs::get(c, run_id)).await.map_err(store_error)?;
+            if run.ticket_id != ticket.id {
+                return Err(invalid_params(format!("field `retryOf`: run {run_id} is not a run of ticket {}", ticket.id)));
+            }
+            (run.tool, run.model, run.variant)
+        }
+        None => (
+            p.tool.clone().unwrap_or_else(|| ticket.tool.clone()),
+            p.model.clone().or_else(|| ticket.model.clone()),
+            p.variant.clone().or_else(|| ticket.variant.clone()),
+        ),
+    };
+    let tool = check_tool(&tool)?;
+    let id = ticket.id;
+    let session = s.store.read(move |c| tickets::session(c, id)).await.map_err(store_error)?;
+    let (resume, fresh_reason) = match session {
+        _ if p.fresh => (None, Some("a fresh plan was asked for".to_owned())),
+        Some((session_tool, _)) if session_tool != tool.name() => {
+            (None, Some(format!("the ticket's planner changed from {session_tool} to {}", tool.name())))
+        }
+        Some((_, session_id)) if ticket.plan.is_some() => (Some(session_id), None),
+        _ => (None, None),
+    };
+    let prompt = match &resume {
+        Some(_) => prompt::continuation_prompt(&format!(
+            "The user asked to plan this ticket again. It now reads:\n\nTitle: {}\n\nDescription:\n{}",
+            ticket.title, ticket.description
+        )),
+        None => prompt::plan_prompt(&ticket.title, &ticket.description),
+    };
+    Ok(RunSpec { tool, model, variant, prompt, resume, retry_of: p.retry_of, fresh_reason })
+}
