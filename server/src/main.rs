@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(name = "planwire", version, about = "Plans tickets with a coding-agent CLI in read-only plan mode")]
+#[command(
+    name = "planwire",
+    version,
+    about = "Plans tickets with a coding-agent CLI in read-only plan mode"
+)]
 struct Cli {
     /// Serve JSON-RPC (LSP framing) on stdin/stdout. This is the default.
     #[arg(long)]

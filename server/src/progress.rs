@@ -28,13 +28,21 @@ impl Progress {
         let (outbox, title) = (s.outbox.clone(), title.to_owned());
         tokio::spawn(async move {
             let token = format!("planwire/run/{run}");
-            if outbox.request("window/workDoneProgress/create", json!({ "token": token })).await.is_err() {
+            if outbox
+                .request("window/workDoneProgress/create", json!({ "token": token }))
+                .await
+                .is_err()
+            {
                 return;
             }
             let send = |value: serde_json::Value| {
                 let outbox = outbox.clone();
                 let token = token.clone();
-                async move { outbox.notify("$/progress", json!({ "token": token, "value": value })).await }
+                async move {
+                    outbox
+                        .notify("$/progress", json!({ "token": token, "value": value }))
+                        .await
+                }
             };
             send(json!({ "kind": "begin", "title": title, "cancellable": false })).await;
             while let Some(msg) = rx.recv().await {

@@ -13,13 +13,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use planwire_protocol::{
-    AgentRunId, ErrorCode, EventBody, Failure, Plan, QuestionItem, QuestionParams, QuestionSource, RunChangedParams,
-    RunId, RunStatus, SubagentPhase, Ticket, TicketChangedParams, TicketId, TicketStatus, TranscriptEvent,
-    TranscriptParams,
+    AgentRunId, ErrorCode, EventBody, Failure, Plan, QuestionItem, QuestionParams, QuestionSource,
+    RunChangedParams, RunId, RunStatus, SubagentPhase, Ticket, TicketChangedParams, TicketId,
+    TicketStatus, TranscriptEvent, TranscriptParams,
 };
 use tokio::sync::{mpsc, oneshot};
 
-use crate::planners::{self, plan::extract_plan, script, LaunchRequest, LineParser, ParsedEvent, Tool};
+use crate::planners::{
+    self, plan::extract_plan, script, LaunchRequest, LineParser, ParsedEvent, Tool,
+};
 use crate::progress::Progress;
 use crate::session::{RunHandle, Session};
 use crate::store::{questions, runs, tickets, transcript, StoreError};
@@ -44,10 +46,13 @@ pub struct RunSpec {
 
 pub fn store_error(e: StoreError) -> ResponseError {
     match e {
-        StoreError::NotFound(what) => ResponseError::new(ErrorCode::NotFound, format!("{what} does not exist")),
-        StoreError::Busy(t) => {
-            ResponseError::new(ErrorCode::TicketBusy, format!("ticket {t} is already being planned; stop it first"))
+        StoreError::NotFound(what) => {
+            ResponseError::new(ErrorCode::NotFound, format!("{what} does not exist"))
         }
+        StoreError::Busy(t) => ResponseError::new(
+            ErrorCode::TicketBusy,
+            format!("ticket {t} is already being planned; stop it first"),
+        ),
         StoreError::Conflict(m) => ResponseError::new(ErrorCode::Conflict, m),
         other => ResponseError::new(ErrorCode::InternalError, other.to_string()),
     }
@@ -58,23 +63,39 @@ fn unavailable(message: String) -> ResponseError {
 }
 
 /// Creates a run for the ticket and starts its planner. Returns once the process runs.
-pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<RunId, ResponseError> {
+pub async fn start(
+    s: &Arc<Session>,
+    ticket: &Ticket,
+    spec: RunSpec,
+) -> Result<RunId, ResponseError> {
     let tool = spec.tool;
     let root = std::path::PathBuf::from(&ticket.root);
     if !root.is_dir() {
         return Err(ResponseError::new(
             ErrorCode::ProjectUnavailable,
-            format!("the ticket's root {} is not an existing directory", ticket.root),
+            format!(
+                "the ticket's root {} is not an existing directory",
+                ticket.root
+            ),
         ));
     }
-    let program = planners::locate(tool, &s.config)
-        .ok_or_else(|| unavailable(format!("{} was not found: {}", tool.name(), tool.install_hint())))?;
+    let program = planners::locate(tool, &s.config).ok_or_else(|| {
+        unavailable(format!(
+            "{} was not found: {}",
+            tool.name(),
+            tool.install_hint()
+        ))
+    })?;
     if tool == Tool::Script {
         script::check(spec.model.as_deref().unwrap_or("demo")).map_err(unavailable)?;
     }
     let launch = planners::launch(
         tool,
-        &LaunchRequest { prompt: &spec.prompt, model: spec.model.as_deref(), resume: spec.resume.as_deref() },
+        &LaunchRequest {
+            prompt: &spec.prompt,
+            model: spec.model.as_deref(),
+            resume: spec.resume.as_deref(),
+        },
     );
     let new = runs::NewRun {
         ticket_id: ticket.id,
@@ -86,7 +107,11 @@ pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<R
         fresh_reason: spec.fresh_reason.clone(),
     };
     let owner = s.owner;
-    let (run_id, leftovers) = s.store.write(move |c| runs::create(c, &new, owner)).await.map_err(store_error)?;
+    let (run_id, leftovers) = s
+        .store
+        .write(move |c| runs::create(c, &new, owner))
+        .await
+        .map_err(store_error)?;
     for l in leftovers {
         if let (Some(pgid), Some(start)) = (l.pgid, l.child_start) {
             supervisor::kill_leftover_group(pgid, start);
@@ -98,15 +123,36 @@ pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<R
         args: launch.args,
         cwd: root,
         env: launch.env,
-        stdin_pipe: false,
+        stdin_pipe: launch.stdin.is_some(),
     })
     .await;
     let child = match child {
-        Ok(c) => c,
+        Ok(mut c) => {
+            if let (Some(text), Some(mut stdin)) = (launch.stdin, c.stdin.take()) {
+                // Write the prompt and close stdin: an open pipe makes the CLIs wait forever.
+                tokio::spawn(async move {
+                    use tokio::io::AsyncWriteExt;
+                    let _ = stdin.write_all(text.as_bytes()).await;
+                    let _ = stdin.shutdown().await;
+                });
+            }
+            c
+        }
         Err(e) => {
-            let message = format!("cannot start {}: {e}. {}", program.display(), tool.install_hint());
+            let message = format!(
+                "cannot start {}: {e}. {}",
+                program.display(),
+                tool.install_hint()
+            );
             let ending = failed_ending("spawn_failed", message.clone(), None, None);
-            record_end(s, ticket.id, run_id, ending, Settle::Failed(message.clone())).await;
+            record_end(
+                s,
+                ticket.id,
+                run_id,
+                ending,
+                Settle::Failed(message.clone()),
+            )
+            .await;
             return Err(unavailable(message));
         }
     };
@@ -115,12 +161,23 @@ pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<R
         pid: child.pid,
         start: child.start_time,
         pgid: child.pgid,
-        argv: std::iter::once(program.display().to_string()).chain(launch.recorded_args).collect(),
+        argv: std::iter::once(program.display().to_string())
+            .chain(launch.recorded_args)
+            .collect(),
         cli_version: version,
     };
-    s.store.write(move |c| runs::mark_started(c, run_id, &info)).await.map_err(store_error)?;
+    s.store
+        .write(move |c| runs::mark_started(c, run_id, &info))
+        .await
+        .map_err(store_error)?;
     let (stop_tx, stop_rx) = mpsc::channel(8);
-    s.register(run_id, RunHandle { ticket_id: ticket.id, stop: stop_tx });
+    s.register(
+        run_id,
+        RunHandle {
+            ticket_id: ticket.id,
+            stop: stop_tx,
+        },
+    );
     notify_changed(s, ticket.id, run_id).await;
     let progress = Progress::begin(s, run_id, &format!("Planning: {}", ticket.title));
     let driver = Driver {
@@ -143,7 +200,10 @@ pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<R
 
 fn cached_version(s: &Session, tool: Tool) -> Option<String> {
     let planners = s.planners.lock().expect("planners");
-    planners.iter().find(|p| p.tool == tool.name()).and_then(|p| p.version.clone())
+    planners
+        .iter()
+        .find(|p| p.tool == tool.name())
+        .and_then(|p| p.version.clone())
 }
 
 enum How {
@@ -168,7 +228,11 @@ struct Driver {
 }
 
 impl Driver {
-    async fn drive(mut self, mut child: Supervised, mut stop_rx: mpsc::Receiver<oneshot::Sender<()>>) {
+    async fn drive(
+        mut self,
+        mut child: Supervised,
+        mut stop_rx: mpsc::Receiver<oneshot::Sender<()>>,
+    ) {
         let config = self.s.config.clone();
         let hard = tokio::time::sleep(config.hard_timeout);
         let idle = tokio::time::sleep(config.idle_timeout);
@@ -199,7 +263,8 @@ impl Driver {
                     }
                     None => eof = true,
                 },
-                status = child.wait(), if eof => break Step::Exited(status.ok()),
+                // The leader's exit ends the run even if a leftover grandchild holds stdout open.
+                status = child.wait() => break Step::Exited(status.ok()),
                 _ = tick.tick() => self.flush().await,
             }
         };
@@ -217,7 +282,8 @@ impl Driver {
         let tail = child.stderr_tail().await;
         // Lines already written before a stop or timeout are kept too: the group is gone,
         // so the pipe reaches its end at once.
-        while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(2), output.recv()).await {
+        while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(2), output.recv()).await
+        {
             self.on_line(line).await;
         }
         for ev in self.parser.finish() {
@@ -239,7 +305,8 @@ impl Driver {
     }
 
     async fn on_line(&mut self, line: OutputLine) {
-        self.first_output_ms.get_or_insert(self.started.elapsed().as_millis() as i64);
+        self.first_output_ms
+            .get_or_insert(self.started.elapsed().as_millis() as i64);
         match line {
             OutputLine::Line(text) => {
                 for ev in self.parser.parse_line(&text) {
@@ -247,7 +314,10 @@ impl Driver {
                 }
             }
             OutputLine::Truncated { head, len } => {
-                let line = format!("{}… [truncated: the line was {len} bytes]", truncate(&head, 64 * 1024));
+                let line = format!(
+                    "{}… [truncated: the line was {len} bytes]",
+                    truncate(&head, 64 * 1024)
+                );
                 self.push(ParsedEvent::main(EventBody::Raw { line })).await;
             }
         }
@@ -259,22 +329,39 @@ impl Driver {
             None => None,
         };
         match &ev.body {
-            EventBody::Session { provider_session_id } => self.remember_session(provider_session_id).await,
+            EventBody::Session {
+                provider_session_id,
+            } => self.remember_session(provider_session_id).await,
             EventBody::Text { is_final: true, .. } if self.first_final_ms.is_none() => {
                 self.first_final_ms = Some(self.elapsed_ms());
             }
-            EventBody::ToolCall { name, input, .. } => self.progress.report(format!("{name} {input}")),
-            EventBody::Subagent { phase: SubagentPhase::End, status, .. } => {
+            EventBody::ToolCall { name, input, .. } => {
+                self.progress.report(format!("{name} {input}"))
+            }
+            EventBody::Subagent {
+                phase: SubagentPhase::End,
+                status,
+                ..
+            } => {
                 if let Some(id) = agent_run_id {
                     let status = status.clone().unwrap_or_else(|| "completed".into());
-                    let _ = self.s.store.write(move |c| transcript::end_agent_run(c, id, &status)).await;
+                    let _ = self
+                        .s
+                        .store
+                        .write(move |c| transcript::end_agent_run(c, id, &status))
+                        .await;
                 }
             }
             _ => {}
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.pending.push(TranscriptEvent { seq, ts: now(), agent_run_id, body: ev.body });
+        self.pending.push(TranscriptEvent {
+            seq,
+            ts: now(),
+            agent_run_id,
+            body: ev.body,
+        });
     }
 
     async fn agent_run(&mut self, key: &str, body: &EventBody) -> AgentRunId {
@@ -298,7 +385,12 @@ impl Driver {
     }
 
     async fn remember_session(&self, session_id: &str) {
-        let (run, ticket, tool, id) = (self.run_id, self.ticket_id, self.tool.name(), session_id.to_owned());
+        let (run, ticket, tool, id) = (
+            self.run_id,
+            self.ticket_id,
+            self.tool.name(),
+            session_id.to_owned(),
+        );
         let result = self
             .s
             .store
@@ -320,11 +412,20 @@ impl Driver {
         let events = std::mem::take(&mut self.pending);
         let run = self.run_id;
         let stored = events.clone();
-        if let Err(e) = self.s.store.write(move |c| transcript::append(c, run, &stored)).await {
+        if let Err(e) = self
+            .s
+            .store
+            .write(move |c| transcript::append(c, run, &stored))
+            .await
+        {
             tracing::error!("run {run}: cannot store {} events: {e}", events.len());
             return;
         }
-        let params = TranscriptParams { ticket_id: self.ticket_id, run_id: run, events };
+        let params = TranscriptParams {
+            ticket_id: self.ticket_id,
+            run_id: run,
+            events,
+        };
         self.s.outbox.notify("planwire/transcript", params).await;
     }
 
@@ -333,7 +434,13 @@ impl Driver {
         let stop_requested: bool = self
             .s
             .store
-            .read(move |c| Ok(c.query_row("SELECT stop_requested FROM runs WHERE id = ?1", [run], |r| r.get(0))?))
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT stop_requested FROM runs WHERE id = ?1",
+                    [run],
+                    |r| r.get(0),
+                )?)
+            })
             .await
             .unwrap_or(false);
         let (mut ending, settle) = decide(how, stop_requested, self.parser.as_ref(), stderr_tail);
@@ -343,9 +450,16 @@ impl Driver {
         ending.total_ms = Some(self.elapsed_ms());
         if let Some(question) = record_end(&self.s, self.ticket_id, run, ending, settle).await {
             // The question event belongs to the transcript too.
-            self.push(ParsedEvent::main(EventBody::Question { question_id: question.id })).await;
+            self.push(ParsedEvent::main(EventBody::Question {
+                question_id: question.id,
+            }))
+            .await;
             self.flush().await;
-            let params = QuestionParams { ticket_id: self.ticket_id, run_id: run, question };
+            let params = QuestionParams {
+                ticket_id: self.ticket_id,
+                run_id: run,
+                question,
+            };
             self.s.outbox.notify("planwire/question", params).await;
         }
         self.s.unregister(run);
@@ -372,12 +486,20 @@ enum Settle {
     Stopped,
 }
 
-fn failed_ending(code: &str, message: String, exit_code: Option<i32>, signal: Option<i32>) -> runs::Ending {
+fn failed_ending(
+    code: &str,
+    message: String,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+) -> runs::Ending {
     runs::Ending {
         status: RunStatus::Failed,
         exit_code,
         signal,
-        failure: Some(Failure { code: code.into(), message }),
+        failure: Some(Failure {
+            code: code.into(),
+            message,
+        }),
         stderr_tail: None,
         session_id: None,
         first_output_ms: None,
@@ -391,8 +513,14 @@ fn last_lines(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-fn decide(how: How, stop_requested: bool, parser: &dyn LineParser, stderr: &str) -> (runs::Ending, Settle) {
-    let status_parts = |s: Option<ExitStatus>| (s.and_then(|s| s.code()), s.and_then(|s| s.signal()));
+fn decide(
+    how: How,
+    stop_requested: bool,
+    parser: &dyn LineParser,
+    stderr: &str,
+) -> (runs::Ending, Settle) {
+    let status_parts =
+        |s: Option<ExitStatus>| (s.and_then(|s| s.code()), s.and_then(|s| s.signal()));
     let tail = (!stderr.is_empty()).then(|| stderr.to_owned());
     let (mut ending, settle) = match how {
         How::Stopped(st) => {
@@ -411,7 +539,10 @@ fn decide(how: How, stop_requested: bool, parser: &dyn LineParser, stderr: &str)
                 "hard_timeout" => "Planning took longer than the hard time limit and was stopped.".to_owned(),
                 _ => "The planner printed nothing for longer than the idle time limit and was stopped.".to_owned(),
             };
-            (failed_ending(code, message.clone(), exit, signal), Settle::Failed(message))
+            (
+                failed_ending(code, message.clone(), exit, signal),
+                Settle::Failed(message),
+            )
         }
         How::Exited(st) => {
             let (code, signal) = status_parts(st);
@@ -420,16 +551,27 @@ fn decide(how: How, stop_requested: bool, parser: &dyn LineParser, stderr: &str)
             match (code, parser.error_message(), plan) {
                 (Some(0), None, Some(plan)) => {
                     let update = planners::plan::strip_plan_block(&text).trim().to_owned();
-                    let e = runs::Ending { status: RunStatus::Completed, ..failed_ending("", String::new(), code, None) };
-                    (runs::Ending { failure: None, ..e }, Settle::Planned { plan, update })
+                    let e = runs::Ending {
+                        status: RunStatus::Completed,
+                        ..failed_ending("", String::new(), code, None)
+                    };
+                    (
+                        runs::Ending { failure: None, ..e },
+                        Settle::Planned { plan, update },
+                    )
                 }
                 (Some(0), None, None) => {
-                    let m = "The planner finished without a plan in the <planwire-plan> form.".to_owned();
-                    (failed_ending("no_plan", m.clone(), code, None), Settle::Failed(m))
+                    let m = "The planner finished without a plan in the <planwire-plan> form."
+                        .to_owned();
+                    (
+                        failed_ending("no_plan", m.clone(), code, None),
+                        Settle::Failed(m),
+                    )
                 }
-                (_, Some(err), _) => {
-                    (failed_ending("planner_error", err.clone(), code, signal), Settle::Failed(err))
-                }
+                (_, Some(err), _) => (
+                    failed_ending("planner_error", err.clone(), code, signal),
+                    Settle::Failed(err),
+                ),
                 _ => {
                     let m = if !stderr.trim().is_empty() {
                         last_lines(stderr, 20)
@@ -438,7 +580,10 @@ fn decide(how: How, stop_requested: bool, parser: &dyn LineParser, stderr: &str)
                     } else {
                         format!("the planner exited with code {}", code.unwrap_or(-1))
                     };
-                    (failed_ending("exit_code", m.clone(), code, signal), Settle::Failed(m))
+                    (
+                        failed_ending("exit_code", m.clone(), code, signal),
+                        Settle::Failed(m),
+                    )
                 }
             }
         }
@@ -502,8 +647,13 @@ async fn record_end(
                                 allow_other: true,
                             })
                             .collect();
-                        let q = questions::create(c, ticket, run, QuestionSource::Plan, &items, None)?;
-                        let text = plan.open_questions.iter().map(|q| format!("- {q}")).collect::<Vec<_>>();
+                        let q =
+                            questions::create(c, ticket, run, QuestionSource::Plan, &items, None)?;
+                        let text = plan
+                            .open_questions
+                            .iter()
+                            .map(|q| format!("- {q}"))
+                            .collect::<Vec<_>>();
                         tickets::add_message(c, ticket, Some(run), "question", &text.join("\n"))?;
                         question = Some(q);
                         TicketStatus::NeedsInput
@@ -533,11 +683,18 @@ async fn record_end(
 
 /// Sends `runChanged` and `ticketChanged` with the stored state.
 pub async fn notify_changed(s: &Session, ticket: TicketId, run: RunId) {
-    let state = s.store.read(move |c| Ok((runs::get(c, run)?, tickets::get(c, ticket)?))).await;
+    let state = s
+        .store
+        .read(move |c| Ok((runs::get(c, run)?, tickets::get(c, ticket)?)))
+        .await;
     match state {
         Ok((run, ticket)) => {
-            s.outbox.notify("planwire/runChanged", RunChangedParams { run }).await;
-            s.outbox.notify("planwire/ticketChanged", TicketChangedParams { ticket }).await;
+            s.outbox
+                .notify("planwire/runChanged", RunChangedParams { run })
+                .await;
+            s.outbox
+                .notify("planwire/ticketChanged", TicketChangedParams { ticket })
+                .await;
         }
         Err(e) => tracing::error!("cannot read run {run} to notify it: {e}"),
     }

@@ -35,7 +35,9 @@ where
     let mut shutdown = false;
     let in_flight: InFlight = Arc::default();
     let code = loop {
-        let Some(event) = incoming.recv().await else { break 1 };
+        let Some(event) = incoming.recv().await else {
+            break 1;
+        };
         let msg = match event {
             ReaderEvent::Message(msg) => msg,
             ReaderEvent::Closed { clean } => {
@@ -55,15 +57,24 @@ where
                     Err(e) => outbox.respond(Some(&id), Err(e)).await,
                 },
                 ("initialize", Some(_)) => {
-                    let e = ResponseError::new(ErrorCode::InvalidRequest, "initialize was already called");
+                    let e = ResponseError::new(
+                        ErrorCode::InvalidRequest,
+                        "initialize was already called",
+                    );
                     outbox.respond(Some(&id), Err(e)).await;
                 }
                 (_, None) => {
-                    let e = ResponseError::new(ErrorCode::ServerNotInitialized, "the server is not initialized");
+                    let e = ResponseError::new(
+                        ErrorCode::ServerNotInitialized,
+                        "the server is not initialized",
+                    );
                     outbox.respond(Some(&id), Err(e)).await;
                 }
                 (_, Some(_)) if shutdown => {
-                    let e = ResponseError::new(ErrorCode::InvalidRequest, "the server is shutting down");
+                    let e = ResponseError::new(
+                        ErrorCode::InvalidRequest,
+                        "the server is shutting down",
+                    );
                     outbox.respond(Some(&id), Err(e)).await;
                 }
                 ("shutdown", Some(s)) => {
@@ -88,7 +99,14 @@ where
     code
 }
 
-fn spawn_request(s: Arc<Session>, outbox: &Outbox, in_flight: &InFlight, id: RequestId, method: String, params: Value) {
+fn spawn_request(
+    s: Arc<Session>,
+    outbox: &Outbox,
+    in_flight: &InFlight,
+    id: RequestId,
+    method: String,
+    params: Value,
+) {
     let (outbox, flights, key) = (outbox.clone(), in_flight.clone(), id.clone());
     // Hold the lock across spawn and insert, so the task cannot remove itself first.
     let mut map = in_flight.lock().expect("in-flight map");
@@ -104,7 +122,11 @@ fn spawn_request(s: Arc<Session>, outbox: &Outbox, in_flight: &InFlight, id: Req
 }
 
 async fn cancel(outbox: &Outbox, in_flight: &InFlight, params: Value) {
-    let Some(id) = params.get("id").cloned().and_then(|v| serde_json::from_value::<RequestId>(v).ok()) else {
+    let Some(id) = params
+        .get("id")
+        .cloned()
+        .and_then(|v| serde_json::from_value::<RequestId>(v).ok())
+    else {
         return;
     };
     let handle = in_flight.lock().expect("in-flight map").remove(&id);
@@ -115,15 +137,28 @@ async fn cancel(outbox: &Outbox, in_flight: &InFlight, params: Value) {
     }
 }
 
-async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Value), ResponseError> {
+async fn initialize(
+    outbox: &Outbox,
+    params: Value,
+) -> Result<(Arc<Session>, Value), ResponseError> {
     let options = match params.get("initializationOptions") {
         None | Some(Value::Null) => InitializationOptions::default(),
-        Some(v) => handlers::parse_params::<InitializationOptions>("initialize (initializationOptions)", v.clone())?,
+        Some(v) => handlers::parse_params::<InitializationOptions>(
+            "initialize (initializationOptions)",
+            v.clone(),
+        )?,
     };
-    let progress = params.pointer("/capabilities/window/workDoneProgress").and_then(Value::as_bool).unwrap_or(false);
+    let progress = params
+        .pointer("/capabilities/window/workDoneProgress")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let config = Config::from_options(&options);
-    let store = Store::open(&config.db_path)
-        .map_err(|e| ResponseError::new(ErrorCode::InternalError, format!("cannot open the database: {e}")))?;
+    let store = Store::open(&config.db_path).map_err(|e| {
+        ResponseError::new(
+            ErrorCode::InternalError,
+            format!("cannot open the database: {e}"),
+        )
+    })?;
     recover(&store).await;
     let (pid, start) = crate::util::self_identity();
     let owner = Owner { pid, start };
@@ -131,7 +166,10 @@ async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Val
     let session = Session::new(outbox.clone(), store, config, owner, progress);
     *session.planners.lock().expect("planners") = planners.clone();
     tokio::spawn(heartbeat(session.clone()));
-    let caps = ServerCapabilities { protocol_version: PROTOCOL_VERSION, planners };
+    let caps = ServerCapabilities {
+        protocol_version: PROTOCOL_VERSION,
+        planners,
+    };
     let result = json!({
         "serverInfo": { "name": "planwire", "version": env!("CARGO_PKG_VERSION") },
         "capabilities": { "experimental": { "planwire": caps } },
@@ -148,7 +186,12 @@ async fn recover(store: &Store) {
                     (Some(pgid), Some(start)) => supervisor::kill_leftover_group(pgid, start),
                     _ => 0,
                 };
-                tracing::warn!(run = l.run_id, ticket = l.ticket_id, killed, "recovered an interrupted run");
+                tracing::warn!(
+                    run = l.run_id,
+                    ticket = l.ticket_id,
+                    killed,
+                    "recovered an interrupted run"
+                );
             }
         }
         Err(e) => tracing::error!("recovery failed: {e}"),
@@ -160,7 +203,11 @@ async fn heartbeat(s: Arc<Session>) {
     loop {
         tick.tick().await;
         let owner = s.owner;
-        if s.store.write(move |c| runs::heartbeat(c, owner)).await.is_err() {
+        if s.store
+            .write(move |c| runs::heartbeat(c, owner))
+            .await
+            .is_err()
+        {
             return;
         }
     }

@@ -32,7 +32,13 @@ pub struct RunHandle {
 }
 
 impl Session {
-    pub fn new(outbox: Outbox, store: Store, config: Config, owner: Owner, progress: bool) -> Arc<Session> {
+    pub fn new(
+        outbox: Outbox,
+        store: Store,
+        config: Config,
+        owner: Owner,
+        progress: bool,
+    ) -> Arc<Session> {
         Arc::new(Session {
             outbox,
             store,
@@ -54,11 +60,18 @@ impl Session {
 
     pub fn run_of_ticket(&self, ticket: TicketId) -> Option<(RunId, RunHandle)> {
         let runs = self.runs.lock().expect("runs");
-        runs.iter().find(|(_, h)| h.ticket_id == ticket).map(|(id, h)| (*id, h.clone()))
+        runs.iter()
+            .find(|(_, h)| h.ticket_id == ticket)
+            .map(|(id, h)| (*id, h.clone()))
     }
 
     pub fn own_runs(&self) -> Vec<(RunId, RunHandle)> {
-        self.runs.lock().expect("runs").iter().map(|(id, h)| (*id, h.clone())).collect()
+        self.runs
+            .lock()
+            .expect("runs")
+            .iter()
+            .map(|(id, h)| (*id, h.clone()))
+            .collect()
     }
 
     /// Stops one run this process drives; returns once it is recorded as ended.

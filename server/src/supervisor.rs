@@ -39,7 +39,10 @@ pub struct SpawnSpec {
 pub enum OutputLine {
     Line(String),
     /// A line longer than [`MAX_LINE`]: its head, and its full length in bytes.
-    Truncated { head: String, len: usize },
+    Truncated {
+        head: String,
+        len: usize,
+    },
 }
 
 pub struct Supervised {
@@ -53,7 +56,11 @@ pub struct Supervised {
     child: Child,
 }
 
-type SpawnJob = (SpawnSpec, tokio::runtime::Handle, oneshot::Sender<io::Result<Child>>);
+type SpawnJob = (
+    SpawnSpec,
+    tokio::runtime::Handle,
+    oneshot::Sender<io::Result<Child>>,
+);
 
 fn spawner() -> &'static std::sync::mpsc::Sender<SpawnJob> {
     static SPAWNER: OnceLock<std::sync::mpsc::Sender<SpawnJob>> = OnceLock::new();
@@ -78,7 +85,11 @@ fn spawn_here(spec: &SpawnSpec) -> io::Result<Child> {
         .current_dir(&spec.cwd)
         .env("PWD", &spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if spec.stdin_pipe { Stdio::piped() } else { Stdio::null() })
+        .stdin(if spec.stdin_pipe {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -103,9 +114,16 @@ fn spawn_here(spec: &SpawnSpec) -> io::Result<Child> {
 /// Starts a child as described. Must be called inside the tokio runtime.
 pub async fn spawn(spec: SpawnSpec) -> io::Result<Supervised> {
     let (tx, rx) = oneshot::channel();
-    spawner().send((spec, tokio::runtime::Handle::current(), tx)).map_err(|_| io::Error::other("spawner thread is gone"))?;
-    let mut child = rx.await.map_err(|_| io::Error::other("spawner thread is gone"))??;
-    let pid = child.id().map(|p| p as i32).ok_or_else(|| io::Error::other("child exited at once"))?;
+    spawner()
+        .send((spec, tokio::runtime::Handle::current(), tx))
+        .map_err(|_| io::Error::other("spawner thread is gone"))?;
+    let mut child = rx
+        .await
+        .map_err(|_| io::Error::other("spawner thread is gone"))??;
+    let pid = child
+        .id()
+        .map(|p| p as i32)
+        .ok_or_else(|| io::Error::other("child exited at once"))?;
     let start_time = proc_stat(pid).map(|s| s.start_time).unwrap_or(0);
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
@@ -113,7 +131,16 @@ pub async fn spawn(spec: SpawnSpec) -> io::Result<Supervised> {
     tokio::spawn(read_lines(BufReader::with_capacity(64 * 1024, stdout), tx));
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     let stderr_task = Some(tokio::spawn(keep_tail(stderr, tail.clone())));
-    Ok(Supervised { pid, pgid: pid, start_time, stdin: child.stdin.take(), output, stderr: tail, stderr_task, child })
+    Ok(Supervised {
+        pid,
+        pgid: pid,
+        start_time,
+        stdin: child.stdin.take(),
+        output,
+        stderr: tail,
+        stderr_task,
+        child,
+    })
 }
 
 async fn read_lines<R: AsyncBufRead + Unpin>(mut reader: R, tx: mpsc::Sender<OutputLine>) {
@@ -134,7 +161,10 @@ async fn read_lines<R: AsyncBufRead + Unpin>(mut reader: R, tx: mpsc::Sender<Out
 }
 
 /// Reads one line (without its `\n`), keeping at most `cap` bytes of it.
-pub async fn read_capped_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usize) -> io::Result<Option<OutputLine>> {
+pub async fn read_capped_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    cap: usize,
+) -> io::Result<Option<OutputLine>> {
     let mut buf = Vec::new();
     let mut len = 0usize;
     loop {
@@ -162,7 +192,11 @@ pub async fn read_capped_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usiz
         len -= 1;
     }
     let text = String::from_utf8_lossy(&buf).into_owned();
-    Ok(Some(if len > cap { OutputLine::Truncated { head: text, len } } else { OutputLine::Line(text) }))
+    Ok(Some(if len > cap {
+        OutputLine::Truncated { head: text, len }
+    } else {
+        OutputLine::Line(text)
+    }))
 }
 
 async fn keep_tail<R: tokio::io::AsyncRead + Unpin>(mut reader: R, tail: Arc<Mutex<VecDeque<u8>>>) {
@@ -221,7 +255,11 @@ impl Supervised {
             return;
         }
         signal_group(self.pgid, libc::SIGKILL);
-        let _ = tokio::time::timeout(Duration::from_secs(5), wait_group_empty(self.pgid, self.start_time)).await;
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            wait_group_empty(self.pgid, self.start_time),
+        )
+        .await;
     }
 }
 
@@ -272,10 +310,19 @@ mod tests {
         let mut r = BufReader::new(&input[..]);
         assert_eq!(
             read_capped_line(&mut r, 10).await.unwrap(),
-            Some(OutputLine::Truncated { head: "a".repeat(10), len: 100 })
+            Some(OutputLine::Truncated {
+                head: "a".repeat(10),
+                len: 100
+            })
         );
-        assert_eq!(read_capped_line(&mut r, 10).await.unwrap(), Some(OutputLine::Line("short".into())));
-        assert_eq!(read_capped_line(&mut r, 10).await.unwrap(), Some(OutputLine::Line("last".into())));
+        assert_eq!(
+            read_capped_line(&mut r, 10).await.unwrap(),
+            Some(OutputLine::Line("short".into()))
+        );
+        assert_eq!(
+            read_capped_line(&mut r, 10).await.unwrap(),
+            Some(OutputLine::Line("last".into()))
+        );
         assert_eq!(read_capped_line(&mut r, 10).await.unwrap(), None);
     }
 
@@ -291,8 +338,13 @@ mod tests {
 
     #[tokio::test]
     async fn stop_kills_the_whole_group_including_grandchildren() {
-        let mut child = spawn(sh("sleep 300 & sleep 300 & echo started; wait")).await.unwrap();
-        assert_eq!(child.output.recv().await, Some(OutputLine::Line("started".into())));
+        let mut child = spawn(sh("sleep 300 & sleep 300 & echo started; wait"))
+            .await
+            .unwrap();
+        assert_eq!(
+            child.output.recv().await,
+            Some(OutputLine::Line("started".into()))
+        );
         let members = group_members(child.pgid, child.start_time);
         assert!(members.len() >= 3, "{members:?}");
         child.stop(Duration::from_secs(2)).await;
@@ -301,8 +353,13 @@ mod tests {
 
     #[tokio::test]
     async fn sigterm_ignored_then_sigkill_after_grace() {
-        let mut child = spawn(sh("trap '' TERM; echo ready; while :; do sleep 0.05; done")).await.unwrap();
-        assert_eq!(child.output.recv().await, Some(OutputLine::Line("ready".into())));
+        let mut child = spawn(sh("trap '' TERM; echo ready; while :; do sleep 0.05; done"))
+            .await
+            .unwrap();
+        assert_eq!(
+            child.output.recv().await,
+            Some(OutputLine::Line("ready".into()))
+        );
         let status = child.stop(Duration::from_millis(300)).await.unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.signal(), Some(libc::SIGKILL));
@@ -311,7 +368,11 @@ mod tests {
 
     #[tokio::test]
     async fn keeps_a_bounded_stderr_tail() {
-        let mut child = spawn(sh("head -c 200000 /dev/zero | tr '\\0' x >&2; echo -n END >&2")).await.unwrap();
+        let mut child = spawn(sh(
+            "head -c 200000 /dev/zero | tr '\\0' x >&2; echo -n END >&2",
+        ))
+        .await
+        .unwrap();
         child.wait().await.unwrap();
         let tail = child.stderr_tail().await;
         assert_eq!(tail.len(), STDERR_TAIL);

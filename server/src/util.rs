@@ -50,7 +50,9 @@ pub fn self_identity() -> (i32, u64) {
 
 /// Every live process in group `pgid` that started no earlier than `not_before`.
 pub fn group_members(pgid: i32, not_before: u64) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| {
             matches!(proc_stat(pid), Some(s) if s.pgrp == pgid && s.start_time >= not_before && s.state != 'Z')

@@ -1,1 +1,11 @@
-fn main(){}
+//! End-to-end tests: the real `planwire` binary over stdio, a real SQLite file, real child
+//! processes (the `script` planner and fake CLIs that replay real recordings).
+
+mod harness;
+
+mod bad_input;
+mod claude_cli;
+mod lifecycle;
+mod planning;
+mod recovery;
+mod stop;

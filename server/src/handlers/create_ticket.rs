@@ -20,9 +20,14 @@ pub async fn handle(s: Arc<Session>, p: CreateTicketParams) -> HandlerResult<Tic
 pub async fn create(s: &Session, p: CreateTicketParams) -> HandlerResult<Ticket> {
     let root = check_root(&p.root)?;
     if p.title.trim().is_empty() {
-        return Err(invalid_params("invalid params for planwire/createTicket: field `title` must not be empty"));
+        return Err(invalid_params(
+            "invalid params for planwire/createTicket: field `title` must not be empty",
+        ));
     }
-    let tool = p.tool.clone().unwrap_or_else(|| s.config.default_tool.clone());
+    let tool = p
+        .tool
+        .clone()
+        .unwrap_or_else(|| s.config.default_tool.clone());
     check_tool(&tool)?;
     let new = NewTicket {
         root,
@@ -45,18 +50,29 @@ pub async fn create(s: &Session, p: CreateTicketParams) -> HandlerResult<Ticket>
 pub fn check_root(root: &str) -> HandlerResult<String> {
     let path = Path::new(root);
     if !path.is_absolute() {
-        return Err(invalid_params(format!("field `root` must be an absolute path, got {root:?}")));
+        return Err(invalid_params(format!(
+            "field `root` must be an absolute path, got {root:?}"
+        )));
     }
     match std::fs::canonicalize(path) {
         Ok(p) if p.is_dir() => Ok(p.display().to_string()),
-        Ok(_) => Err(ResponseError::new(ErrorCode::ProjectUnavailable, format!("{root} is not a directory"))),
-        Err(e) => Err(ResponseError::new(ErrorCode::ProjectUnavailable, format!("{root} is not available: {e}"))),
+        Ok(_) => Err(ResponseError::new(
+            ErrorCode::ProjectUnavailable,
+            format!("{root} is not a directory"),
+        )),
+        Err(e) => Err(ResponseError::new(
+            ErrorCode::ProjectUnavailable,
+            format!("{root} is not available: {e}"),
+        )),
     }
 }
 
 pub fn check_tool(tool: &str) -> HandlerResult<Tool> {
     Tool::parse(tool).ok_or_else(|| {
         let known: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
-        invalid_params(format!("field `tool`: unknown planner {tool:?}; one of {}", known.join(", ")))
+        invalid_params(format!(
+            "field `tool`: unknown planner {tool:?}; one of {}",
+            known.join(", ")
+        ))
     })
 }

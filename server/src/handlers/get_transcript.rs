@@ -18,7 +18,11 @@ pub async fn handle(s: Arc<Session>, p: GetTranscriptParams) -> HandlerResult<Ge
             let run = runs::get(c, p.run_id)?;
             let (events, last_seq) = transcript::page(c, p.run_id, p.after_seq, limit)?;
             let reached = events.last().map_or(p.after_seq, |e| e.seq) >= last_seq;
-            Ok(GetTranscriptResult { events, last_seq, done: !run.status.is_active() && reached })
+            Ok(GetTranscriptResult {
+                events,
+                last_seq,
+                done: !run.status.is_active() && reached,
+            })
         })
         .await
         .map_err(store_error)

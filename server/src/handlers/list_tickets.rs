@@ -11,7 +11,15 @@ use crate::store::tickets;
 
 pub async fn handle(s: Arc<Session>, p: ListTicketsParams) -> HandlerResult<ListTicketsResult> {
     // Roots are stored canonical; match what the client names the same way.
-    let root = p.root.map(|r| std::fs::canonicalize(&r).map(|p| p.display().to_string()).unwrap_or(r));
-    let tickets = s.store.read(move |c| tickets::list(c, root.as_deref())).await.map_err(store_error)?;
+    let root = p.root.map(|r| {
+        std::fs::canonicalize(&r)
+            .map(|p| p.display().to_string())
+            .unwrap_or(r)
+    });
+    let tickets = s
+        .store
+        .read(move |c| tickets::list(c, root.as_deref()))
+        .await
+        .map_err(store_error)?;
     Ok(ListTicketsResult { tickets })
 }

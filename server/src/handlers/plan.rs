@@ -15,7 +15,11 @@ use crate::store::{runs, tickets};
 
 pub async fn handle(s: Arc<Session>, p: PlanParams) -> HandlerResult<PlanResult> {
     let ticket = match (p.ticket_id, &p.root, &p.title) {
-        (Some(id), _, _) => s.store.read(move |c| tickets::get(c, id)).await.map_err(store_error)?,
+        (Some(id), _, _) => s
+            .store
+            .read(move |c| tickets::get(c, id))
+            .await
+            .map_err(store_error)?,
         (None, Some(root), Some(title)) => {
             let params = CreateTicketParams {
                 root: root.clone(),
@@ -27,19 +31,33 @@ pub async fn handle(s: Arc<Session>, p: PlanParams) -> HandlerResult<PlanResult>
             };
             create(&s, params).await?
         }
-        _ => return Err(invalid_params("planwire/plan needs `ticketId`, or `root`, `title` and `description`")),
+        _ => {
+            return Err(invalid_params(
+                "planwire/plan needs `ticketId`, or `root`, `title` and `description`",
+            ))
+        }
     };
     let spec = run_spec(&s, &ticket, &p).await?;
     let run_id = runner::start(&s, &ticket, spec).await?;
-    Ok(PlanResult { ticket_id: ticket.id, run_id })
+    Ok(PlanResult {
+        ticket_id: ticket.id,
+        run_id,
+    })
 }
 
 async fn run_spec(s: &Session, ticket: &Ticket, p: &PlanParams) -> HandlerResult<RunSpec> {
     let (tool, model, variant) = match p.retry_of {
         Some(run_id) => {
-            let run = s.store.read(move |c| runs::get(c, run_id)).await.map_err(store_error)?;
+            let run = s
+                .store
+                .read(move |c| runs::get(c, run_id))
+                .await
+                .map_err(store_error)?;
             if run.ticket_id != ticket.id {
-                return Err(invalid_params(format!("field `retryOf`: run {run_id} is not a run of ticket {}", ticket.id)));
+                return Err(invalid_params(format!(
+                    "field `retryOf`: run {run_id} is not a run of ticket {}",
+                    ticket.id
+                )));
             }
             (run.tool, run.model, run.variant)
         }
@@ -51,12 +69,20 @@ async fn run_spec(s: &Session, ticket: &Ticket, p: &PlanParams) -> HandlerResult
     };
     let tool = check_tool(&tool)?;
     let id = ticket.id;
-    let session = s.store.read(move |c| tickets::session(c, id)).await.map_err(store_error)?;
+    let session = s
+        .store
+        .read(move |c| tickets::session(c, id))
+        .await
+        .map_err(store_error)?;
     let (resume, fresh_reason) = match session {
         _ if p.fresh => (None, Some("a fresh plan was asked for".to_owned())),
-        Some((session_tool, _)) if session_tool != tool.name() => {
-            (None, Some(format!("the ticket's planner changed from {session_tool} to {}", tool.name())))
-        }
+        Some((session_tool, _)) if session_tool != tool.name() => (
+            None,
+            Some(format!(
+                "the ticket's planner changed from {session_tool} to {}",
+                tool.name()
+            )),
+        ),
         Some((_, session_id)) if ticket.plan.is_some() => (Some(session_id), None),
         _ => (None, None),
     };
@@ -67,5 +93,13 @@ async fn run_spec(s: &Session, ticket: &Ticket, p: &PlanParams) -> HandlerResult
         )),
         None => prompt::plan_prompt(&ticket.title, &ticket.description),
     };
-    Ok(RunSpec { tool, model, variant, prompt, resume, retry_of: p.retry_of, fresh_reason })
+    Ok(RunSpec {
+        tool,
+        model,
+        variant,
+        prompt,
+        resume,
+        retry_of: p.retry_of,
+        fresh_reason,
+    })
 }

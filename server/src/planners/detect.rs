@@ -21,9 +21,18 @@ fn minimum(tool: Tool) -> Option<(u64, u64, u64)> {
 }
 
 fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
-    let token = text.split_whitespace().find(|t| t.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
-    let mut parts = token.trim_start_matches('v').split(['.', '-']).map(|p| p.parse::<u64>().ok());
-    Some((parts.next()??, parts.next().flatten().unwrap_or(0), parts.next().flatten().unwrap_or(0)))
+    let token = text
+        .split_whitespace()
+        .find(|t| t.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let mut parts = token
+        .trim_start_matches('v')
+        .split(['.', '-'])
+        .map(|p| p.parse::<u64>().ok());
+    Some((
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+        parts.next().flatten().unwrap_or(0),
+    ))
 }
 
 pub fn supported(tool: Tool, version: Option<&str>) -> bool {
@@ -103,11 +112,22 @@ pub async fn detect(tool: Tool, config: &Config, store: Option<&Store>) -> Plann
     let hint = if !found {
         Some(tool.install_hint().to_owned())
     } else if !supported {
-        Some(format!("{} {} is older than the oldest supported version", tool.name(), version.as_deref().unwrap_or("?")))
+        Some(format!(
+            "{} {} is older than the oldest supported version",
+            tool.name(),
+            version.as_deref().unwrap_or("?")
+        ))
     } else {
         None
     };
-    PlannerInfo { tool: tool.name().into(), found, path: path.map(|p| p.display().to_string()), version, supported, hint }
+    PlannerInfo {
+        tool: tool.name().into(),
+        found,
+        path: path.map(|p| p.display().to_string()),
+        version,
+        supported,
+        hint,
+    }
 }
 
 pub async fn detect_all(config: &Config, store: Option<&Store>) -> Vec<PlannerInfo> {

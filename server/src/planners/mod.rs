@@ -66,7 +66,8 @@ impl LineParser for claude::ClaudeParser {
     }
     fn error_message(&self) -> Option<String> {
         if self.is_error() {
-            claude::ClaudeParser::error_message(self).or_else(|| Some("the planner reported an error".into()))
+            claude::ClaudeParser::error_message(self)
+                .or_else(|| Some("the planner reported an error".into()))
         } else {
             None
         }
@@ -129,12 +130,16 @@ pub fn locate(tool: Tool, config: &Config) -> Option<PathBuf> {
         return is_executable(p).then(|| p.clone());
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(tool.binary())).find(|p| is_executable(p))
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(tool.binary()))
+        .find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 /// What one run asks of its planner.
@@ -144,6 +149,8 @@ pub struct Launch {
     /// The same without the prompt text, as recorded on the run.
     pub recorded_args: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// Written to the child's stdin, which is then closed (else stdin is /dev/null).
+    pub stdin: Option<String>,
 }
 
 pub struct LaunchRequest<'a> {
@@ -163,13 +170,22 @@ pub fn launch(tool: Tool, req: &LaunchRequest) -> Launch {
             Launch {
                 args,
                 recorded_args: recorded,
-                env: claude::env().into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+                env: claude::env()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect(),
+                stdin: None,
             }
         }
         Tool::Script => {
             let script = req.model.unwrap_or("demo").to_owned();
             let args = vec!["replay".to_owned(), script];
-            Launch { recorded_args: args.clone(), args, env: Vec::new() }
+            Launch {
+                recorded_args: args.clone(),
+                args,
+                env: Vec::new(),
+                stdin: None,
+            }
         }
     }
 }

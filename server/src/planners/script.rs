@@ -30,7 +30,10 @@ pub fn load(name_or_path: &str) -> Result<String, String> {
     }
     std::fs::read_to_string(name_or_path).map_err(|e| {
         let names: Vec<_> = builtin_names().collect();
-        format!("no script {name_or_path:?} ({e}); built-in scripts: {}", names.join(", "))
+        format!(
+            "no script {name_or_path:?} ({e}); built-in scripts: {}",
+            names.join(", ")
+        )
     })
 }
 
@@ -62,7 +65,11 @@ pub fn replay(name_or_path: &str) -> i32 {
     };
     let mut stdout = std::io::stdout().lock();
     let mut children = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let d: Directive = match serde_json::from_str(line) {
             Ok(d) => d,
             Err(e) => {
@@ -77,7 +84,10 @@ pub fn replay(name_or_path: &str) -> i32 {
             std::thread::sleep(Duration::from_millis(ms));
         }
         if let Some(out) = d.out {
-            if writeln!(stdout, "{out}").and_then(|_| stdout.flush()).is_err() {
+            if writeln!(stdout, "{out}")
+                .and_then(|_| stdout.flush())
+                .is_err()
+            {
                 return 141; // the reader is gone
             }
         }
@@ -85,7 +95,10 @@ pub fn replay(name_or_path: &str) -> i32 {
             eprintln!("{err}");
         }
         if let Some(argv) = d.spawn.filter(|a| !a.is_empty()) {
-            match std::process::Command::new(&argv[0]).args(&argv[1..]).spawn() {
+            match std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .spawn()
+            {
                 Ok(child) => children.push(child),
                 Err(e) => eprintln!("planwire replay: cannot spawn {:?}: {e}", argv[0]),
             }
@@ -106,7 +119,8 @@ mod tests {
         for name in builtin_names() {
             let text = load(name).unwrap();
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                let _: Directive = serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"));
+                let _: Directive =
+                    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"));
             }
         }
         assert!(load("no-such-script").unwrap_err().contains("demo"));

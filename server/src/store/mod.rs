@@ -27,7 +27,10 @@ pub enum StoreError {
     #[error("database: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("cannot open the database at {path}: {source}")]
-    Open { path: String, source: std::io::Error },
+    Open {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("the database thread is gone")]
     Gone,
     #[error("not found: {0}")]
@@ -62,8 +65,14 @@ impl Store {
                     job(&mut conn);
                 }
             })
-            .map_err(|source| StoreError::Open { path: path.display().to_string(), source })?;
-        Ok(Store { tx, path: path.to_owned() })
+            .map_err(|source| StoreError::Open {
+                path: path.display().to_string(),
+                source,
+            })?;
+        Ok(Store {
+            tx,
+            path: path.to_owned(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -110,15 +119,27 @@ impl Store {
 }
 
 fn open_connection(path: &Path) -> Result<Connection> {
-    let io_err = |source| StoreError::Open { path: path.display().to_string(), source };
+    let io_err = |source| StoreError::Open {
+        path: path.display().to_string(),
+        source,
+    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.exists() {
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io_err)?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(io_err)?;
         }
     }
     // Create the file ourselves so it is private from its first byte; SQLite gives the
     // -wal and -shm files the same mode.
-    std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(io_err)?;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io_err)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io_err)?;
     let conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(10))?;
@@ -140,7 +161,11 @@ pub fn default_path(from_options: Option<&str>) -> PathBuf {
     let data = std::env::var_os("XDG_DATA_HOME")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".local/share")))
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/share"))
+        })
         .unwrap_or_else(|| PathBuf::from("."));
     data.join("planwire").join("planwire.db")
 }
@@ -163,11 +188,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/planwire.db");
         let store = Store::open(&path).unwrap();
-        let version: u32 = store.read(|c| Ok(c.query_row("PRAGMA user_version", [], |r| r.get(0))?)).await.unwrap();
+        let version: u32 = store
+            .read(|c| Ok(c.query_row("PRAGMA user_version", [], |r| r.get(0))?))
+            .await
+            .unwrap();
         assert_eq!(version, schema::VERSION);
         assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
-        let mode: String =
-            store.read(|c| Ok(c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?)).await.unwrap();
+        let mode: String = store
+            .read(|c| Ok(c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?))
+            .await
+            .unwrap();
         assert_eq!(mode, "wal");
         drop(store);
         // Reopening is idempotent.

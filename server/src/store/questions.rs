@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
-use planwire_protocol::{Answer, Question, QuestionId, QuestionItem, QuestionSource, QuestionStatus, TicketId};
+use planwire_protocol::{
+    Answer, Question, QuestionId, QuestionItem, QuestionSource, QuestionStatus, TicketId,
+};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::{Result, StoreError};
@@ -49,7 +51,14 @@ pub fn get(conn: &Connection, id: QuestionId) -> Result<Question> {
 
 /// The CLI's id of the control request a live question waits on.
 pub fn request_id(conn: &Connection, id: QuestionId) -> Result<Option<String>> {
-    Ok(conn.query_row("SELECT request_id FROM questions WHERE id = ?1", [id], |r| r.get(0)).optional()?.flatten())
+    Ok(conn
+        .query_row(
+            "SELECT request_id FROM questions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?
+        .flatten())
 }
 
 pub fn for_ticket(conn: &Connection, ticket: TicketId) -> Result<Vec<Question>> {
@@ -59,13 +68,17 @@ pub fn for_ticket(conn: &Connection, ticket: TicketId) -> Result<Vec<Question>> 
 }
 
 pub fn open_for_ticket(conn: &Connection, ticket: TicketId) -> Result<Vec<Question>> {
-    let mut stmt =
-        conn.prepare_cached(&format!("{SELECT} WHERE ticket_id = ?1 AND status IN ('open', 'stale') ORDER BY id"))?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT} WHERE ticket_id = ?1 AND status IN ('open', 'stale') ORDER BY id"
+    ))?;
     let rows = stmt.query_map([ticket], from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-pub fn open_by_ticket(conn: &Connection, root: Option<&str>) -> Result<HashMap<TicketId, Vec<Question>>> {
+pub fn open_by_ticket(
+    conn: &Connection,
+    root: Option<&str>,
+) -> Result<HashMap<TicketId, Vec<Question>>> {
     let mut stmt = conn.prepare_cached(
         "SELECT q.id, q.ticket_id, q.run_id, q.status, q.source, q.items_json FROM questions q
          JOIN tickets t ON t.id = q.ticket_id JOIN projects p ON p.id = t.project_id
@@ -80,7 +93,12 @@ pub fn open_by_ticket(conn: &Connection, root: Option<&str>) -> Result<HashMap<T
 }
 
 /// Settles an open or stale question; a second answer is a conflict.
-pub fn settle(conn: &Connection, id: QuestionId, status: QuestionStatus, answers: &[Answer]) -> Result<Question> {
+pub fn settle(
+    conn: &Connection,
+    id: QuestionId,
+    status: QuestionStatus,
+    answers: &[Answer],
+) -> Result<Question> {
     let json = serde_json::to_string(answers).expect("answers serialize");
     let changed = conn.execute(
         "UPDATE questions SET status = ?2, answer_json = ?3, answered_at = ?4
@@ -89,12 +107,18 @@ pub fn settle(conn: &Connection, id: QuestionId, status: QuestionStatus, answers
     )?;
     if changed == 0 {
         let q = get(conn, id)?;
-        return Err(StoreError::Conflict(format!("question {id} is already {}", q.status.as_str())));
+        return Err(StoreError::Conflict(format!(
+            "question {id} is already {}",
+            q.status.as_str()
+        )));
     }
     get(conn, id)
 }
 
 /// Marks the open questions of a run stale (its process is gone); returns how many.
 pub fn mark_stale(conn: &Connection, run: i64) -> Result<usize> {
-    Ok(conn.execute("UPDATE questions SET status = 'stale' WHERE run_id = ?1 AND status = 'open'", [run])?)
+    Ok(conn.execute(
+        "UPDATE questions SET status = 'stale' WHERE run_id = ?1 AND status = 'open'",
+        [run],
+    )?)
 }

@@ -58,7 +58,8 @@ pub struct Leftover {
     pub child_start: Option<u64>,
 }
 
-const SELECT: &str = "SELECT id, ticket_id, status, tool, model, variant, created_at, started_at, ended_at,
+const SELECT: &str =
+    "SELECT id, ticket_id, status, tool, model, variant, created_at, started_at, ended_at,
     exit_code, signal, failure_code, failure_message, session_id, last_seq FROM runs";
 
 fn from_row(r: &Row) -> rusqlite::Result<Run> {
@@ -77,7 +78,10 @@ fn from_row(r: &Row) -> rusqlite::Result<Run> {
         ended_at: r.get(8)?,
         exit_code: r.get(9)?,
         signal: r.get(10)?,
-        failure: code.map(|code| Failure { code, message: message.unwrap_or_default() }),
+        failure: code.map(|code| Failure {
+            code,
+            message: message.unwrap_or_default(),
+        }),
         provider_session_id: r.get(13)?,
         last_seq: r.get(14)?,
     })
@@ -91,7 +95,8 @@ pub fn get(conn: &Connection, id: RunId) -> Result<Run> {
 
 /// Runs of a ticket, newest first.
 pub fn for_ticket(conn: &Connection, ticket: TicketId) -> Result<Vec<Run>> {
-    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE ticket_id = ?1 ORDER BY id DESC"))?;
+    let mut stmt =
+        conn.prepare_cached(&format!("{SELECT} WHERE ticket_id = ?1 ORDER BY id DESC"))?;
     let rows = stmt.query_map([ticket], from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -167,12 +172,18 @@ pub fn mark_started(conn: &Connection, run: RunId, child: &ChildInfo) -> Result<
         params![run, now(), child.pid, child.start, child.pgid, argv, child.cli_version],
     )?;
     log_event(conn, run, "started", None)?;
-    let ticket: TicketId = conn.query_row("SELECT ticket_id FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
+    let ticket: TicketId =
+        conn.query_row("SELECT ticket_id FROM runs WHERE id = ?1", [run], |r| {
+            r.get(0)
+        })?;
     tickets::set_status(conn, ticket, TicketStatus::Planning)
 }
 
 pub fn set_session(conn: &Connection, run: RunId, session_id: &str) -> Result<()> {
-    conn.execute("UPDATE runs SET session_id = ?2 WHERE id = ?1", params![run, session_id])?;
+    conn.execute(
+        "UPDATE runs SET session_id = ?2 WHERE id = ?1",
+        params![run, session_id],
+    )?;
     Ok(())
 }
 
@@ -207,7 +218,11 @@ pub fn finish(conn: &Connection, run: RunId, e: &Ending) -> Result<()> {
 
 /// The ticket status a run found before it started.
 pub fn prev_ticket_status(conn: &Connection, run: RunId) -> Result<TicketStatus> {
-    let s: String = conn.query_row("SELECT prev_ticket_status FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
+    let s: String = conn.query_row(
+        "SELECT prev_ticket_status FROM runs WHERE id = ?1",
+        [run],
+        |r| r.get(0),
+    )?;
     Ok(TicketStatus::parse(&s).unwrap_or(TicketStatus::Draft))
 }
 
@@ -242,14 +257,20 @@ fn interrupt(conn: &Connection, run: RunId, why: &str) -> Result<Leftover> {
     };
     tickets::set_status(conn, ticket, status)?;
     tickets::add_message(conn, ticket, Some(run), "status", &message)?;
-    Ok(Leftover { run_id: run, ticket_id: ticket, pgid, child_start })
+    Ok(Leftover {
+        run_id: run,
+        ticket_id: ticket,
+        pgid,
+        child_start,
+    })
 }
 
 /// Interrupts every active run whose owner is gone. The caller kills the leftover groups.
 pub fn recover(conn: &Connection) -> Result<Vec<Leftover>> {
     let candidates: Vec<(RunId, Option<i32>, Option<u64>)> = {
-        let mut stmt =
-            conn.prepare("SELECT id, owner_pid, owner_start FROM runs WHERE status IN ('queued', 'running')")?;
+        let mut stmt = conn.prepare(
+            "SELECT id, owner_pid, owner_start FROM runs WHERE status IN ('queued', 'running')",
+        )?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
@@ -257,7 +278,11 @@ pub fn recover(conn: &Connection) -> Result<Vec<Leftover>> {
     for (run, pid, start) in candidates {
         let alive = matches!((pid, start), (Some(p), Some(s)) if same_process_alive(p, s));
         if !alive {
-            out.push(interrupt(conn, run, "its planwire process exited while it was active")?);
+            out.push(interrupt(
+                conn,
+                run,
+                "its planwire process exited while it was active",
+            )?);
         }
     }
     Ok(out)
@@ -287,10 +312,14 @@ mod tests {
         let (pid, start) = crate::util::self_identity();
         let me = Owner { pid, start };
         let (run, _) = create(&conn, &new_run(t), me).unwrap();
-        assert!(matches!(create(&conn, &new_run(t), me), Err(StoreError::Busy(_))));
+        assert!(matches!(
+            create(&conn, &new_run(t), me),
+            Err(StoreError::Busy(_))
+        ));
         assert_eq!(tickets::status(&conn, t).unwrap(), TicketStatus::Queued);
         // A dead owner does not block: its run is interrupted.
-        conn.execute("UPDATE runs SET owner_start = 1 WHERE id = ?1", [run]).unwrap();
+        conn.execute("UPDATE runs SET owner_start = 1 WHERE id = ?1", [run])
+            .unwrap();
         let (second, leftovers) = create(&conn, &new_run(t), me).unwrap();
         assert_eq!(leftovers.len(), 1);
         assert_eq!(get(&conn, run).unwrap().status, RunStatus::Interrupted);
@@ -301,7 +330,10 @@ mod tests {
     fn recovery_returns_ticket_to_settled_status() {
         let conn = crate::store::test_conn();
         let t = new_ticket(&conn);
-        let ghost = Owner { pid: i32::MAX, start: 1 };
+        let ghost = Owner {
+            pid: i32::MAX,
+            start: 1,
+        };
         let (run, _) = create(&conn, &new_run(t), ghost).unwrap();
         let left = recover(&conn).unwrap();
         assert_eq!(left.len(), 1);

@@ -20,7 +20,11 @@ pub fn project_id(conn: &Connection, root: &str) -> Result<i64> {
         "INSERT INTO projects (root, created_at) VALUES (?1, ?2) ON CONFLICT(root) DO NOTHING",
         params![root, now()],
     )?;
-    Ok(conn.query_row("SELECT id FROM projects WHERE root = ?1", [root], |r| r.get(0))?)
+    Ok(
+        conn.query_row("SELECT id FROM projects WHERE root = ?1", [root], |r| {
+            r.get(0)
+        })?,
+    )
 }
 
 pub fn create(conn: &Connection, t: &NewTicket) -> Result<TicketId> {
@@ -32,11 +36,18 @@ pub fn create(conn: &Connection, t: &NewTicket) -> Result<TicketId> {
         params![project, t.title, t.description, t.tool, t.model, t.variant, ts],
     )?;
     let id = conn.last_insert_rowid();
-    add_message(conn, id, None, "description", &format!("# {}\n\n{}", t.title, t.description))?;
+    add_message(
+        conn,
+        id,
+        None,
+        "description",
+        &format!("# {}\n\n{}", t.title, t.description),
+    )?;
     Ok(id)
 }
 
-const SELECT: &str = "SELECT t.id, p.root, t.title, t.description, t.status, t.tool, t.model, t.variant,
+const SELECT: &str =
+    "SELECT t.id, p.root, t.title, t.description, t.status, t.tool, t.model, t.variant,
     t.created_at, t.updated_at, t.plan_json FROM tickets t JOIN projects p ON p.id = t.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Ticket> {
@@ -68,8 +79,12 @@ pub fn get(conn: &Connection, id: TicketId) -> Result<Ticket> {
 }
 
 pub fn list(conn: &Connection, root: Option<&str>) -> Result<Vec<Ticket>> {
-    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE (?1 IS NULL OR p.root = ?1) ORDER BY t.id"))?;
-    let mut tickets = stmt.query_map([root], from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT} WHERE (?1 IS NULL OR p.root = ?1) ORDER BY t.id"
+    ))?;
+    let mut tickets = stmt
+        .query_map([root], from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut open = questions::open_by_ticket(conn, root)?;
     for t in &mut tickets {
         t.open_questions = open.remove(&t.id).unwrap_or_default();
@@ -79,7 +94,9 @@ pub fn list(conn: &Connection, root: Option<&str>) -> Result<Vec<Ticket>> {
 
 pub fn status(conn: &Connection, id: TicketId) -> Result<TicketStatus> {
     let s: String = conn
-        .query_row("SELECT status FROM tickets WHERE id = ?1", [id], |r| r.get(0))
+        .query_row("SELECT status FROM tickets WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
         .optional()?
         .ok_or_else(|| StoreError::NotFound(format!("ticket {id}")))?;
     Ok(TicketStatus::parse(&s).unwrap_or(TicketStatus::Draft))
@@ -95,7 +112,10 @@ pub fn set_status(conn: &Connection, id: TicketId, status: TicketStatus) -> Resu
 
 pub fn set_plan(conn: &Connection, id: TicketId, plan: &Plan) -> Result<()> {
     let json = serde_json::to_string(plan).expect("a plan serializes");
-    conn.execute("UPDATE tickets SET plan_json = ?2, updated_at = ?3 WHERE id = ?1", params![id, json, now()])?;
+    conn.execute(
+        "UPDATE tickets SET plan_json = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, json, now()],
+    )?;
     Ok(())
 }
 
@@ -118,7 +138,13 @@ pub fn set_session(conn: &Connection, id: TicketId, tool: &str, session_id: &str
     Ok(())
 }
 
-pub fn add_message(conn: &Connection, ticket: TicketId, run: Option<i64>, kind: &str, text: &str) -> Result<i64> {
+pub fn add_message(
+    conn: &Connection,
+    ticket: TicketId,
+    run: Option<i64>,
+    kind: &str,
+    text: &str,
+) -> Result<i64> {
     conn.execute(
         "INSERT INTO messages (ticket_id, run_id, kind, text, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![ticket, run, kind, text, now()],
@@ -131,15 +157,23 @@ pub fn messages(conn: &Connection, ticket: TicketId) -> Result<Vec<Message>> {
         "SELECT id, kind, text, run_id, created_at FROM messages WHERE ticket_id = ?1 ORDER BY id",
     )?;
     let rows = stmt.query_map([ticket], |r| {
-        Ok(Message { id: r.get(0)?, kind: r.get(1)?, text: r.get(2)?, run_id: r.get(3)?, created_at: r.get(4)? })
+        Ok(Message {
+            id: r.get(0)?,
+            kind: r.get(1)?,
+            text: r.get(2)?,
+            run_id: r.get(3)?,
+            created_at: r.get(4)?,
+        })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 pub fn counts(conn: &Connection) -> Result<(u64, u64)> {
-    Ok(conn.query_row("SELECT (SELECT COUNT(*) FROM tickets), (SELECT COUNT(*) FROM runs)", [], |r| {
-        Ok((r.get(0)?, r.get(1)?))
-    })?)
+    Ok(conn.query_row(
+        "SELECT (SELECT COUNT(*) FROM tickets), (SELECT COUNT(*) FROM runs)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?)
 }
 
 #[cfg(test)]

@@ -49,7 +49,11 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R) -> Result<Frame
                     reader.read_exact(&mut body).await?;
                     return Ok(Frame::Body(body));
                 }
-                None => return Ok(Frame::Skipped("a header block without Content-Length".into())),
+                None => {
+                    return Ok(Frame::Skipped(
+                        "a header block without Content-Length".into(),
+                    ))
+                }
             }
         }
         if let Some(value) = find_content_length(text) {

@@ -42,9 +42,19 @@ impl ResponseError {
 /// An incoming message, classified by its keys.
 #[derive(Debug)]
 pub enum Incoming {
-    Request { id: RequestId, method: String, params: Value },
-    Notification { method: String, params: Value },
-    Response { id: RequestId, result: Result<Value, ResponseError> },
+    Request {
+        id: RequestId,
+        method: String,
+        params: Value,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
+    Response {
+        id: RequestId,
+        result: Result<Value, ResponseError>,
+    },
 }
 
 impl Incoming {
@@ -52,14 +62,23 @@ impl Incoming {
     /// and the id to answer to when one could be read.
     pub fn from_value(value: Value) -> Result<Incoming, (Option<RequestId>, ResponseError)> {
         let Value::Object(mut obj) = value else {
-            return Err((None, ResponseError::new(ErrorCode::InvalidRequest, "a message must be a JSON object")));
+            return Err((
+                None,
+                ResponseError::new(ErrorCode::InvalidRequest, "a message must be a JSON object"),
+            ));
         };
         let id = match obj.remove("id") {
             None | Some(Value::Null) => None,
             Some(v) => match serde_json::from_value::<RequestId>(v) {
                 Ok(id) => Some(id),
                 Err(_) => {
-                    return Err((None, ResponseError::new(ErrorCode::InvalidRequest, "id must be a number or a string")))
+                    return Err((
+                        None,
+                        ResponseError::new(
+                            ErrorCode::InvalidRequest,
+                            "id must be a number or a string",
+                        ),
+                    ))
                 }
             },
         };
@@ -67,7 +86,10 @@ impl Incoming {
         match (obj.remove("method"), id) {
             (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request { id, method, params }),
             (Some(Value::String(method)), None) => Ok(Incoming::Notification { method, params }),
-            (Some(_), id) => Err((id, ResponseError::new(ErrorCode::InvalidRequest, "method must be a string"))),
+            (Some(_), id) => Err((
+                id,
+                ResponseError::new(ErrorCode::InvalidRequest, "method must be a string"),
+            )),
             (None, Some(id)) => {
                 let result = match obj.remove("error") {
                     Some(err) => Err(serde_json::from_value(err).unwrap_or_else(|_| {
@@ -77,7 +99,13 @@ impl Incoming {
                 };
                 Ok(Incoming::Response { id, result })
             }
-            (None, None) => Err((None, ResponseError::new(ErrorCode::InvalidRequest, "a message needs a method or an id"))),
+            (None, None) => Err((
+                None,
+                ResponseError::new(
+                    ErrorCode::InvalidRequest,
+                    "a message needs a method or an id",
+                ),
+            )),
         }
     }
 }
@@ -103,14 +131,33 @@ mod tests {
 
     #[test]
     fn classifies_messages() {
-        let req = Incoming::from_value(json!({"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}})).unwrap();
-        assert!(matches!(req, Incoming::Request { id: RequestId::Int(1), ref method, .. } if method == "m"));
+        let req =
+            Incoming::from_value(json!({"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}))
+                .unwrap();
+        assert!(
+            matches!(req, Incoming::Request { id: RequestId::Int(1), ref method, .. } if method == "m")
+        );
         let note = Incoming::from_value(json!({"jsonrpc":"2.0","method":"n"})).unwrap();
         assert!(matches!(note, Incoming::Notification { .. }));
         let resp = Incoming::from_value(json!({"jsonrpc":"2.0","id":"x","result":null})).unwrap();
-        assert!(matches!(resp, Incoming::Response { id: RequestId::Str(_), result: Ok(Value::Null) }));
-        let err = Incoming::from_value(json!({"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}})).unwrap();
-        assert!(matches!(err, Incoming::Response { result: Err(ResponseError { code: -1, .. }), .. }));
+        assert!(matches!(
+            resp,
+            Incoming::Response {
+                id: RequestId::Str(_),
+                result: Ok(Value::Null)
+            }
+        ));
+        let err = Incoming::from_value(
+            json!({"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}),
+        )
+        .unwrap();
+        assert!(matches!(
+            err,
+            Incoming::Response {
+                result: Err(ResponseError { code: -1, .. }),
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -26,7 +26,9 @@ pub use message::{Incoming, RequestId, ResponseError};
 pub enum ReaderEvent {
     Message(Incoming),
     /// End of input, or a fatal framing error (said on stderr already).
-    Closed { clean: bool },
+    Closed {
+        clean: bool,
+    },
 }
 
 enum Out {
@@ -65,14 +67,28 @@ impl Outbox {
     }
 
     /// Sends a server → client request and waits for its response.
-    pub async fn request(&self, method: &str, params: impl Serialize) -> Result<Value, ResponseError> {
-        let id = RequestId::Str(format!("planwire-{}", self.next_id.fetch_add(1, Ordering::Relaxed)));
+    pub async fn request(
+        &self,
+        method: &str,
+        params: impl Serialize,
+    ) -> Result<Value, ResponseError> {
+        let id = RequestId::Str(format!(
+            "planwire-{}",
+            self.next_id.fetch_add(1, Ordering::Relaxed)
+        ));
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().expect("pending map").insert(id.clone(), tx);
+        self.pending
+            .lock()
+            .expect("pending map")
+            .insert(id.clone(), tx);
         let params = serde_json::to_value(params).unwrap_or(Value::Null);
         self.send(&message::request(&id, method, &params)).await;
-        rx.await
-            .unwrap_or_else(|_| Err(ResponseError::new(ErrorCode::InternalError, "connection closed")))
+        rx.await.unwrap_or_else(|_| {
+            Err(ResponseError::new(
+                ErrorCode::InternalError,
+                "connection closed",
+            ))
+        })
     }
 
     /// Waits until everything queued so far has been written.
@@ -91,7 +107,11 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out_tx, out_rx) = mpsc::channel(1024);
-    let outbox = Outbox { tx: out_tx, pending: Arc::default(), next_id: Arc::new(AtomicI64::new(1)) };
+    let outbox = Outbox {
+        tx: out_tx,
+        pending: Arc::default(),
+        next_id: Arc::new(AtomicI64::new(1)),
+    };
     let (in_tx, in_rx) = mpsc::channel(256);
     tokio::spawn(write_loop(writer, out_rx));
     tokio::spawn(read_loop(reader, in_tx, outbox.clone()));
@@ -114,7 +134,11 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receiver
     }
 }
 
-async fn read_loop<R: AsyncBufRead + Unpin>(mut reader: R, tx: mpsc::Sender<ReaderEvent>, outbox: Outbox) {
+async fn read_loop<R: AsyncBufRead + Unpin>(
+    mut reader: R,
+    tx: mpsc::Sender<ReaderEvent>,
+    outbox: Outbox,
+) {
     let clean = loop {
         let body = match read_frame(&mut reader).await {
             Ok(Frame::Body(body)) => body,

@@ -1,0 +1,178 @@
+use serde_json::json;
+
+use crate::harness::*;
+
+fn started(w: &World) -> Server {
+    let mut s = w.start();
+    s.initialize(json!({ "dbPath": w.db() }));
+    s
+}
+
+#[test]
+fn malformed_json_gets_parse_error_and_the_server_goes_on() {
+    let w = World::new();
+    let mut s = started(&w);
+    s.send_raw(&frame("{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": "));
+    let e = s.wait_for("parse error", |m| m["error"]["code"] == -32700);
+    assert!(e["id"].is_null());
+    s.send_raw(&frame("[1,2,3]"));
+    s.wait_for("invalid request", |m| m["error"]["code"] == -32600);
+    s.ok("planwire/listTickets", json!({}));
+}
+
+#[test]
+fn frames_without_a_length_or_with_junk_are_skipped() {
+    let w = World::new();
+    let mut s = started(&w);
+    s.send_raw(b"X-Junk: yes\r\n\r\n");
+    s.send_raw(b"Content-Length: abc\r\n\r\n");
+    s.send_raw(b"garbage before a header ");
+    s.ok("planwire/listTickets", json!({}));
+    assert!(s.stderr().contains("skipped a malformed frame"));
+}
+
+#[test]
+fn an_absurd_content_length_closes_cleanly_without_allocating() {
+    let w = World::new();
+    let mut s = started(&w);
+    s.send_raw(b"Content-Length: 999999999999\r\n\r\n{}");
+    assert_eq!(s.wait_exit(), 1);
+    let err = s.stderr();
+    assert!(err.contains("over the limit"), "{err}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn invalid_params_name_the_field() {
+    let w = World::new();
+    let mut s = started(&w);
+    let e = s.err(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": 5, "description": "" }),
+    );
+    assert_eq!(e["code"], -32602);
+    assert!(e["message"].as_str().unwrap().contains("title"), "{e}");
+    let e = s.err(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "T" }),
+    );
+    assert!(
+        e["message"].as_str().unwrap().contains("description"),
+        "{e}"
+    );
+    let e = s.err(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "  ", "description": "" }),
+    );
+    assert!(e["message"].as_str().unwrap().contains("title"), "{e}");
+    let e = s.err(
+        "planwire/createTicket",
+        json!({ "root": "relative/dir", "title": "T", "description": "" }),
+    );
+    assert_eq!(e["code"], -32602);
+    let e = s.err(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "T", "description": "", "tool": "vim" }),
+    );
+    assert!(e["message"].as_str().unwrap().contains("tool"), "{e}");
+    let e = s.err("planwire/getTranscript", json!({ "runId": "one" }));
+    assert!(e["message"].as_str().unwrap().contains("runId"), "{e}");
+    assert_eq!(s.err("planwire/plan", json!({}))["code"], -32602);
+    assert_eq!(
+        s.err("planwire/getTicket", json!({ "ticketId": 77 }))["code"],
+        -32011
+    );
+    // Still serving, and nothing was created by the bad calls.
+    assert_eq!(
+        s.ok("planwire/listTickets", json!({}))["tickets"],
+        json!([])
+    );
+}
+
+#[test]
+fn a_root_that_does_not_exist_is_project_unavailable() {
+    let w = World::new();
+    let mut s = started(&w);
+    let missing = w.path("nope").display().to_string();
+    let e = s.err(
+        "planwire/createTicket",
+        json!({ "root": missing, "title": "T", "description": "" }),
+    );
+    assert_eq!(
+        (e["code"].clone(), e["data"]["kind"].clone()),
+        (json!(-32013), json!("projectUnavailable"))
+    );
+    let file = w.path("project/src/main.rs").display().to_string();
+    assert_eq!(
+        s.err(
+            "planwire/createTicket",
+            json!({ "root": file, "title": "T", "description": "" })
+        )["code"],
+        -32013
+    );
+    // A root removed after the ticket was made: plan says so and changes nothing.
+    let gone = w.path("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let t = s.ok(
+        "planwire/createTicket",
+        json!({ "root": gone, "title": "T", "description": "", "tool": "script" }),
+    );
+    std::fs::remove_dir(&gone).unwrap();
+    assert_eq!(
+        s.err("planwire/plan", json!({ "ticketId": t["id"] }))["code"],
+        -32013
+    );
+    let got = s.ok("planwire/getTicket", json!({ "ticketId": t["id"] }));
+    assert_eq!(got["ticket"]["status"], "draft");
+    assert_eq!(got["runs"], json!([]));
+}
+
+#[test]
+fn a_missing_cli_is_planner_unavailable_with_what_to_install() {
+    let w = World::new();
+    let mut s = started(&w);
+    let t = s.ok(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "T", "description": "", "tool": "claude" }),
+    );
+    let e = s.err("planwire/plan", json!({ "ticketId": t["id"] }));
+    assert_eq!(
+        (e["code"].clone(), e["data"]["kind"].clone()),
+        (json!(-32012), json!("plannerUnavailable"))
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("npm install -g @anthropic-ai/claude-code"),
+        "{e}"
+    );
+    assert_eq!(
+        s.ok("planwire/getTicket", json!({ "ticketId": t["id"] }))["ticket"]["status"],
+        "draft"
+    );
+    let e = s.err(
+        "planwire/plan",
+        json!({ "ticketId": t["id"], "tool": "script", "model": "/no/such/script" }),
+    );
+    assert_eq!(e["code"], -32012);
+}
+
+#[test]
+fn a_configured_cli_path_that_cannot_start_fails_the_run_clearly() {
+    let w = World::new();
+    // Executable, but not a program the kernel can run.
+    let broken = w.fake_cli("claude-broken", "#!/no/such/interpreter\n");
+    let mut s = w.start();
+    s.initialize(json!({ "dbPath": w.db(), "planners": { "claude": { "path": broken } } }));
+    let t = s.ok(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "T", "description": "", "tool": "claude" }),
+    );
+    let e = s.err("planwire/plan", json!({ "ticketId": t["id"] }));
+    assert_eq!(e["code"], -32012);
+    let got = s.ok("planwire/getTicket", json!({ "ticketId": t["id"] }));
+    assert_eq!(got["runs"][0]["status"], "failed");
+    assert_eq!(got["runs"][0]["failure"]["code"], "spawn_failed");
+    assert_eq!(got["ticket"]["status"], "failed");
+}

@@ -1,0 +1,323 @@
+//! A small LSP-framed JSON-RPC client that drives the real `planwire` binary over stdio,
+//! with a temporary HOME and database. Every wait has a deadline and waits on a condition,
+//! never on a fixed sleep, so the tests hold on a busy 2-core machine.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_planwire");
+/// Generous: a deadline only matters when something is broken.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// A scratch world for one test: a HOME, a project root and a database path.
+pub struct World {
+    pub dir: tempfile::TempDir,
+}
+
+impl World {
+    pub fn new() -> World {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("project/src")).unwrap();
+        std::fs::write(dir.path().join("project/src/main.rs"), "fn main() {}\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+        World { dir }
+    }
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+    pub fn root(&self) -> String {
+        self.path("project")
+            .canonicalize()
+            .unwrap()
+            .display()
+            .to_string()
+    }
+    pub fn db(&self) -> String {
+        self.path("planwire.db").display().to_string()
+    }
+    /// Writes an executable file into the world's `bin/` (put first on the server's PATH).
+    pub fn fake_cli(&self, name: &str, script: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = self.path(&format!("bin/{name}"));
+        std::fs::write(&p, script).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+    /// Writes a script-planner file and returns its path.
+    pub fn script(&self, name: &str, lines: &[Value]) -> String {
+        let p = self.path(name);
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        std::fs::write(&p, text.join("\n") + "\n").unwrap();
+        p.display().to_string()
+    }
+    pub fn start(&self) -> Server {
+        Server::start(self, &[])
+    }
+    pub fn sqlite(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.db()).unwrap()
+    }
+}
+
+pub struct Server {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    rx: Receiver<Value>,
+    next_id: i64,
+    /// Every notification and server→client request seen so far, in order.
+    pub seen: Vec<Value>,
+    pub stderr_path: PathBuf,
+}
+
+impl Server {
+    pub fn start(world: &World, env: &[(&str, &str)]) -> Server {
+        let stderr_path = world.path(&format!("stderr-{}.log", crate::harness::unique()));
+        let path = format!(
+            "{}:{}",
+            world.path("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = Command::new(BIN);
+        cmd.arg("--stdio")
+            .env_clear()
+            .env("HOME", world.path("home"))
+            .env("PATH", path)
+            .env("PLANWIRE_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_path).unwrap());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn planwire");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Some(msg) = read_frame(&mut reader) {
+                if tx.send(msg).is_err() {
+                    return;
+                }
+            }
+        });
+        Server {
+            stdin: child.stdin.take(),
+            child,
+            rx,
+            next_id: 100,
+            seen: Vec::new(),
+            stderr_path,
+        }
+    }
+
+    pub fn send(&mut self, msg: &Value) {
+        self.send_raw(&frame(&msg.to_string()));
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    fn recv(&mut self, deadline: Instant) -> Option<Value> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.rx.recv_timeout(left) {
+            Ok(v) => Some(v),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// Sends a request and waits for its response; returns `result` or `error`.
+    pub fn call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        self.response(id)
+    }
+
+    pub fn response(&mut self, id: i64) -> Result<Value, Value> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let msg = self.recv(deadline).unwrap_or_else(|| {
+                panic!("no response to request {id}; stderr:\n{}", self.stderr())
+            });
+            if msg.get("id") == Some(&json!(id)) && msg.get("method").is_none() {
+                return match msg.get("error") {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(msg["result"].clone()),
+                };
+            }
+            self.on_other(msg);
+        }
+    }
+
+    fn on_other(&mut self, msg: Value) {
+        // Answer server→client requests (progress creation) like an editor would.
+        if msg.get("id").is_some() && msg.get("method").is_some() {
+            let reply = json!({ "jsonrpc": "2.0", "id": msg["id"], "result": null });
+            self.send(&reply);
+        }
+        self.seen.push(msg);
+    }
+
+    pub fn ok(&mut self, method: &str, params: Value) -> Value {
+        self.call(method, params)
+            .unwrap_or_else(|e| panic!("{method} failed: {e}"))
+    }
+
+    pub fn err(&mut self, method: &str, params: Value) -> Value {
+        match self.call(method, params) {
+            Ok(v) => panic!("{method} should fail, got {v}"),
+            Err(e) => e,
+        }
+    }
+
+    /// Waits for a notification that satisfies `pred` (already seen ones count).
+    pub fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(v) = self.seen.iter().find(|v| pred(v)) {
+            return v.clone();
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let msg = self.recv(deadline).unwrap_or_else(|| {
+                panic!("timed out waiting for {what}; stderr:\n{}", self.stderr())
+            });
+            let hit = pred(&msg);
+            self.on_other(msg.clone());
+            if hit {
+                return msg;
+            }
+        }
+    }
+
+    /// Waits until the ticket's `ticketChanged` shows one of `statuses`.
+    pub fn wait_ticket(&mut self, ticket: i64, statuses: &[&str]) -> Value {
+        let n = self.wait_for(&format!("ticket {ticket} in {statuses:?}"), |m| {
+            m["method"] == "planwire/ticketChanged"
+                && m["params"]["ticket"]["id"] == ticket
+                && statuses
+                    .iter()
+                    .any(|s| m["params"]["ticket"]["status"] == *s)
+        });
+        n["params"]["ticket"].clone()
+    }
+
+    /// Transcript events notified so far for a run, in arrival order.
+    pub fn notified_events(&self, run: i64) -> Vec<Value> {
+        self.seen
+            .iter()
+            .filter(|m| m["method"] == "planwire/transcript" && m["params"]["runId"] == run)
+            .flat_map(|m| {
+                m["params"]["events"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    pub fn initialize(&mut self, options: Value) -> Value {
+        let r = self.ok(
+            "initialize",
+            json!({ "processId": null, "rootUri": null, "capabilities": { "window": { "workDoneProgress": true } },
+                    "initializationOptions": options }),
+        );
+        self.send(&json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }));
+        r
+    }
+
+    pub fn shutdown_and_exit(mut self) -> i32 {
+        self.ok("shutdown", Value::Null);
+        self.send(&json!({ "jsonrpc": "2.0", "method": "exit" }));
+        self.wait_exit()
+    }
+
+    pub fn wait_exit(&mut self) -> i32 {
+        self.close_stdin();
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "planwire did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn frame(body: &str) -> Vec<u8> {
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length:") {
+            length = v.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+pub fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Polls `cond` until it holds or the deadline passes.
+pub fn eventually(what: &str, deadline: Duration, cond: impl Fn() -> bool) {
+    let end = Instant::now() + deadline;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The recorded process group and leader start time of a run.
+pub fn run_group(world: &World, run: i64) -> (i32, u64) {
+    world
+        .sqlite()
+        .query_row(
+            "SELECT pgid, child_start FROM runs WHERE id = ?1",
+            [run],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+}
+
+pub fn group_alive(pgid: i32, start: u64) -> bool {
+    !planwire::util::group_members(pgid, start).is_empty()
+}
