@@ -7,5 +7,6 @@ mod bad_input;
 mod claude_cli;
 mod lifecycle;
 mod planning;
+mod realcli;
 mod recovery;
 mod stop;

@@ -1,0 +1,301 @@
+//! The real-CLI tier through planwire: the pinned real CLIs (installed by
+//! `tests/realcli/install.sh` into `.cache/planners/`) plan tickets through the real binary
+//! against our mock model server (`tests/realcli/mock_model.py`). Ignored by default; CI runs
+//! them with `--ignored` after the install succeeded (`tests/run-all.sh`).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::harness::*;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+/// A binary path from `.cache/planners/paths.env` (e.g. `CLAUDE_BIN`).
+pub fn cli(var: &str) -> String {
+    let env = repo().join(".cache/planners/paths.env");
+    let text = std::fs::read_to_string(&env)
+        .unwrap_or_else(|e| panic!("{}: {e}; run tests/realcli/install.sh first", env.display()));
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{var}=")))
+        .map(|v| v.trim_matches(['"', '\'']).to_owned())
+        .unwrap_or_else(|| panic!("{var} is not in {}", env.display()))
+}
+
+pub struct Mock {
+    child: Child,
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl Mock {
+    pub fn start(w: &World, script: Value) -> Mock {
+        let script_path = w.path("mock-script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let log = w.path("mock-requests.jsonl");
+        let mut child = Command::new("python3")
+            .arg(repo().join("tests/realcli/mock_model.py"))
+            .args([
+                "--script",
+                script_path.to_str().unwrap(),
+                "--log",
+                log.to_str().unwrap(),
+                "--port",
+                "0",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(w.path("mock.stderr")).unwrap())
+            .spawn()
+            .expect("python3 runs the mock");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let port = first
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse().ok())
+            .expect("PORT line");
+        Mock { child, port, log }
+    }
+
+    pub fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn plan_answer(title: &str) -> String {
+    let plan = json!({ "title": title, "description": "## Steps\n1. Edit `src/main.rs`.", "acceptanceCriteria": ["it prints hi"], "openQuestions": [], "dependencies": [] });
+    format!("I looked at the code.\n\n<planwire-plan>{plan}</planwire-plan>")
+}
+
+fn claude_server(w: &World, mock: &Mock) -> Server {
+    let base = format!("http://127.0.0.1:{}", mock.port);
+    let ceiling = w.dir.path().display().to_string();
+    let mut s = Server::start(
+        w,
+        &[
+            ("ANTHROPIC_BASE_URL", &base),
+            ("ANTHROPIC_API_KEY", "sk-ant-mock"),
+            ("GIT_CEILING_DIRECTORIES", &ceiling),
+        ],
+    );
+    s.initialize(json!({ "dbPath": w.db(), "stopGraceMs": 2000, "planners": { "claude": { "path": cli("CLAUDE_BIN") } } }));
+    s
+}
+
+fn new_ticket(s: &mut Server, w: &World, tool: &str) -> i64 {
+    let t = s.ok("planwire/createTicket", json!({ "root": w.root(), "title": "Change the greeting", "description": "Make it say hi.", "tool": tool }));
+    t["id"].as_i64().unwrap()
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn transcript(s: &mut Server, run: i64) -> Vec<Value> {
+    let page = s.ok("planwire/getTranscript", json!({ "runId": run }));
+    let events = page["events"].as_array().unwrap().clone();
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        seqs,
+        (1..=events.len() as u64).collect::<Vec<_>>(),
+        "contiguous"
+    );
+    events
+}
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_claude_plans_with_a_tool_call_and_resumes() {
+    let w = World::new();
+    let mock = Mock::start(
+        &w,
+        json!({ "turns": [
+            { "text": "Let me read the main file.", "tool_calls": [{ "name": "Read", "input": { "file_path": format!("{}/src/main.rs", w.root()) } }] },
+            { "text": plan_answer("First plan") },
+            { "text": plan_answer("Second plan") },
+        ]}),
+    );
+    let mut s = claude_server(&w, &mock);
+    let ticket = new_ticket(&mut s, &w, "claude");
+    let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap();
+    let t = s.wait_ticket(ticket, &["planned", "failed"]);
+    assert_eq!(
+        t["status"],
+        "planned",
+        "{}",
+        s.ok("planwire/getTicket", json!({ "ticketId": ticket }))
+    );
+    assert_eq!(t["plan"]["title"], "First plan");
+    let events = transcript(&mut s, run);
+    let k = kinds(&events);
+    for want in ["session", "text", "toolCall", "toolResult", "usage"] {
+        assert!(k.contains(&want.to_owned()), "{want} missing: {k:?}");
+    }
+    let result = events.iter().find(|e| e["kind"] == "toolResult").unwrap();
+    assert_eq!(result["status"], "completed");
+    assert!(result["output"].as_str().unwrap().contains("fn main"));
+    let usage = events.iter().find(|e| e["kind"] == "usage").unwrap();
+    assert!(usage["inputTokens"].as_u64().unwrap() > 0);
+    // Plan mode and the prompt reached the model.
+    let first = &mock
+        .requests()
+        .into_iter()
+        .find(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/messages"))
+        .unwrap();
+    assert!(first["body"].to_string().contains("Make it say hi."));
+
+    // Planning again resumes the session: the next request carries the earlier conversation.
+    let run2 = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap();
+    s.wait_for("second run ends", |m| {
+        m["method"] == "planwire/runChanged"
+            && m["params"]["run"]["id"] == run2
+            && m["params"]["run"]["status"] != "running"
+            && m["params"]["run"]["status"] != "queued"
+    });
+    let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
+    assert_eq!(got["ticket"]["plan"]["title"], "Second plan", "{got}");
+    assert_eq!(
+        got["runs"][0]["providerSessionId"],
+        got["runs"][1]["providerSessionId"]
+    );
+    let last = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/messages"))
+        .last()
+        .unwrap();
+    let body = last["body"].to_string();
+    assert!(
+        body.contains("Make it say hi.") && body.contains("plan this ticket again"),
+        "history and follow-up"
+    );
+}
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_claude_subagent_gets_its_own_agent_run() {
+    let w = World::new();
+    let mock = Mock::start(
+        &w,
+        json!({ "turns": [
+            { "text": "I will ask an explorer.", "tool_calls": [{ "name": "Agent", "input": { "description": "Find greeting", "prompt": "SUBAGENT-MARKER: find where the greeting is printed.", "subagent_type": "Explore" } }] },
+            { "match": "SUBAGENT-MARKER: find where", "text": "The greeting is in src/main.rs." },
+            { "text": plan_answer("Plan after research") },
+        ]}),
+    );
+    let mut s = claude_server(&w, &mock);
+    let ticket = new_ticket(&mut s, &w, "claude");
+    let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(
+        s.wait_ticket(ticket, &["planned", "failed"])["status"],
+        "planned"
+    );
+    let events = transcript(&mut s, run);
+    let sub: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subagent").collect();
+    assert_eq!(sub.len(), 2, "{events:?}");
+    assert_eq!(
+        (sub[0]["phase"].clone(), sub[1]["phase"].clone()),
+        (json!("start"), json!("end"))
+    );
+    assert!(sub[0]["agentRunId"].is_i64());
+    assert_eq!(sub[0]["agentRunId"], sub[1]["agentRunId"]);
+}
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_claude_auth_error_fails_fast_with_its_message() {
+    let w = World::new();
+    let mock = Mock::start(
+        &w,
+        json!({ "turns": [{ "error": { "status": 401, "message": "invalid x-api-key" }, "repeat": -1 }] }),
+    );
+    let mut s = claude_server(&w, &mock);
+    let ticket = new_ticket(&mut s, &w, "claude");
+    let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(
+        s.wait_ticket(ticket, &["failed", "planned"])["status"],
+        "failed"
+    );
+    let r = &s.ok("planwire/getTicket", json!({ "ticketId": ticket }))["runs"][0];
+    assert_eq!(r["failure"]["code"], "planner_error", "{r}");
+    let events = transcript(&mut s, run);
+    let err = events.iter().find(|e| e["kind"] == "error").unwrap();
+    assert_eq!(err["errorKind"], "auth", "{err}");
+    assert!(mock.requests().len() <= 6, "retries are bounded");
+}
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_claude_stop_mid_stream() {
+    let w = World::new();
+    let long = "word ".repeat(400);
+    let mock = Mock::start(
+        &w,
+        json!({ "turns": [{ "text": long, "chunk_size": 8, "chunk_delay_ms": 100 }] }),
+    );
+    let mut s = claude_server(&w, &mock);
+    let ticket = new_ticket(&mut s, &w, "claude");
+    let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap();
+    s.wait_for("the session starts", |m| {
+        m["method"] == "planwire/transcript"
+            && m["params"]["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["kind"] == "session")
+    });
+    // Wait until the model is streaming.
+    eventually(
+        "the model is asked",
+        std::time::Duration::from_secs(30),
+        || !mock.requests().iter().all(|r| r["method"] == "HEAD"),
+    );
+    let (pgid, start) = run_group(&w, run);
+    assert_eq!(
+        s.ok("planwire/stop", json!({ "ticketId": ticket })),
+        json!({ "stopped": true })
+    );
+    assert!(!group_alive(pgid, start));
+    let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
+    assert_eq!(
+        (
+            got["ticket"]["status"].clone(),
+            got["runs"][0]["status"].clone()
+        ),
+        (json!("stopped"), json!("cancelled"))
+    );
+    assert!(!transcript(&mut s, run).is_empty());
+}

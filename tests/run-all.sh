@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Every test tier, in order. This is the README's test command and what CI runs.
+# Each tier installs what it needs (idempotently, cached under .cache/). A failing tier does
+# not stop the others; the script exits non-zero if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+failed=()
+passed=()
+step() {
+  local name=$1; shift
+  echo "=== ${name}"
+  local t0=$SECONDS
+  if "$@"; then passed+=("${name}"); echo "=== ${name}: ok ($((SECONDS - t0)) s)"
+  else failed+=("${name}"); echo "=== ${name}: FAILED ($((SECONDS - t0)) s)"; fi
+}
+
+step "cargo fmt" cargo fmt --all -- --check
+step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
+step "cargo test" cargo test --workspace
+step "build planwire" cargo build -p planwire
+
+# The real-CLI tier: the pinned CLIs from npm against our mock model server.
+bash tests/realcli/install.sh
+rc=$?
+if [ "$rc" -eq 3 ]; then
+  echo "!!! REAL-CLI TIER UNAVAILABLE: the npm registry could not be reached; the real CLIs were NOT tested." >&2
+  echo "!!! REAL-CLI TIER UNAVAILABLE"
+elif [ "$rc" -ne 0 ]; then
+  failed+=("real-CLI install")
+else
+  step "real CLIs (smoke)" python3 tests/realcli/smoke.py
+  if [ -f tests/e2e/realcli.rs ]; then
+    step "real CLIs through planwire" cargo test -p planwire --test e2e realcli -- --ignored --test-threads=1
+  fi
+fi
+
+for runner in editors/nvim/test/run.sh editors/vscode/test/run.sh; do
+  if [ -f "$runner" ]; then step "$runner" bash "$runner"; fi
+done
+
+echo
+echo "tiers passed: ${passed[*]:-none}"
+echo "tiers failed: ${failed[*]:-none}"
+echo "${#passed[@]} passed, ${#failed[@]} failed"
+[ "${#failed[@]}" -eq 0 ]
