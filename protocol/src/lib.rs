@@ -11,8 +11,10 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 pub mod errors;
 pub mod methods;
-pub use errors::ErrorCode;
+pub mod schema;
+pub use errors::{ErrorCode, ErrorData, ResponseError};
 pub use methods::*;
+pub use schema::schema;
 
 /// The protocol version reported under `capabilities.experimental.planwire`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -20,6 +22,8 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// A client → server request.
 pub trait Request {
     const METHOD: &'static str;
+    /// The method's doc comment, for the schema.
+    const DOC: &'static str = "";
     type Params: Serialize + DeserializeOwned + JsonSchema;
     type Result: Serialize + DeserializeOwned + JsonSchema;
 }
@@ -27,6 +31,8 @@ pub trait Request {
 /// A server → client notification.
 pub trait Notification {
     const METHOD: &'static str;
+    /// The notification's doc comment, for the schema.
+    const DOC: &'static str = "";
     type Params: Serialize + DeserializeOwned + JsonSchema;
 }
 
@@ -38,23 +44,36 @@ pub type AgentRunId = i64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TicketStatus {
+    /// Created and not planned yet (or back here after its first run was interrupted).
     Draft,
+    /// A run was created; its planner has not started yet.
     Queued,
+    /// The planner is running.
     Planning,
+    /// The last plan has open questions: the ticket holds an `open` or `stale` question.
     NeedsInput,
+    /// The last run produced a plan with no open questions (`plan` is set).
     Planned,
+    /// The last run failed; its `failure` says why.
     Failed,
+    /// The last run was stopped (`planwire/stop`, `shutdown` or end of input).
     Stopped,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
+    /// Created; the planner process is not started yet.
     Queued,
+    /// The planner process runs (in its own process group).
     Running,
+    /// The planner exited 0 with a plan.
     Completed,
+    /// No plan, a non-zero exit, a planner error, a timeout or a spawn failure: see `failure.code`.
     Failed,
+    /// Stopped by `planwire/stop`, `shutdown` or end of input.
     Cancelled,
+    /// Its planwire process died while it was active; marked by the next one to open the database.
     Interrupted,
 }
 
@@ -98,6 +117,7 @@ pub struct Plan {
     pub dependencies: Vec<String>,
 }
 
+/// A ticket: a piece of work in a repository, and the plan made for it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Ticket {
@@ -120,6 +140,7 @@ pub struct Ticket {
     pub open_questions: Vec<Question>,
 }
 
+/// Why a run failed (or was interrupted).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
@@ -129,6 +150,7 @@ pub struct Failure {
     pub message: String,
 }
 
+/// One planner process run for a ticket.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Run {
@@ -150,6 +172,7 @@ pub struct Run {
     pub last_seq: u64,
 }
 
+/// One entry of a ticket's conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
@@ -164,16 +187,20 @@ pub struct Message {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum QuestionStatus {
+    /// Waiting for an answer.
     Open,
     Answered,
     Dismissed,
+    /// Its run was interrupted before it was answered.
     Stale,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum QuestionSource {
+    /// Asked by the agent while it ran (Claude's AskUserQuestion).
     Live,
+    /// Made from the plan's `openQuestions` when the run ended.
     Plan,
 }
 
@@ -198,6 +225,7 @@ pub struct QuestionItem {
     pub allow_other: bool,
 }
 
+/// A question for the user: one or more items, answered together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Question {
@@ -209,6 +237,7 @@ pub struct Question {
     pub items: Vec<QuestionItem>,
 }
 
+/// The answer to one question item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
@@ -329,6 +358,7 @@ impl EventBody {
     }
 }
 
+/// A planner CLI as found on this machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlannerInfo {
@@ -340,6 +370,35 @@ pub struct PlannerInfo {
     /// What to install or fix when the planner is not usable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+}
+
+/// The `initialize` result. planwire announces no standard LSP capabilities.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    pub server_info: ServerInfo,
+    pub capabilities: InitializeCapabilities,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerInfo {
+    /// Always `planwire`.
+    pub name: String,
+    /// The server's version (as `planwire --version` prints it).
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeCapabilities {
+    pub experimental: ExperimentalCapabilities,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExperimentalCapabilities {
+    pub planwire: ServerCapabilities,
 }
 
 /// `capabilities.experimental.planwire` in the `initialize` result.
@@ -362,6 +421,9 @@ pub struct InitializationOptions {
     pub hard_timeout_ms: Option<u64>,
     /// A run with no output this long fails, in ms (default 10 min).
     pub idle_timeout_ms: Option<u64>,
+    /// A live question waits this long for an answer before the run is stopped, in ms
+    /// (default 1 h; the question stays answerable and resumes the session).
+    pub question_timeout_ms: Option<u64>,
     /// Planner used when a ticket names none (default `claude`).
     pub default_tool: Option<String>,
     /// Per-planner settings, keyed by tool name.

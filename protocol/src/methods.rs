@@ -3,11 +3,12 @@
 use crate::*;
 
 macro_rules! request {
-    ($(#[$m:meta])* $name:ident, $method:literal, $params:ty, $result:ty) => {
-        $(#[$m])*
+    ($(#[doc = $doc:literal])* $name:ident, $method:literal, $params:ty, $result:ty) => {
+        $(#[doc = $doc])*
         pub enum $name {}
         impl Request for $name {
             const METHOD: &'static str = $method;
+            const DOC: &'static str = concat!($($doc, "\n"),*);
             type Params = $params;
             type Result = $result;
         }
@@ -15,11 +16,12 @@ macro_rules! request {
 }
 
 macro_rules! notification {
-    ($(#[$m:meta])* $name:ident, $method:literal, $params:ty) => {
-        $(#[$m])*
+    ($(#[doc = $doc:literal])* $name:ident, $method:literal, $params:ty) => {
+        $(#[doc = $doc])*
         pub enum $name {}
         impl Notification for $name {
             const METHOD: &'static str = $method;
+            const DOC: &'static str = concat!($($doc, "\n"),*);
             type Params = $params;
         }
     };
@@ -29,8 +31,14 @@ request!(
     /// Creates a draft ticket.
     CreateTicket, "planwire/createTicket", CreateTicketParams, Ticket
 );
-request!(ListTickets, "planwire/listTickets", ListTicketsParams, ListTicketsResult);
-request!(GetTicket, "planwire/getTicket", TicketRef, GetTicketResult);
+request!(
+    /// Lists every ticket, or those of one root, oldest first.
+    ListTickets, "planwire/listTickets", ListTicketsParams, ListTicketsResult
+);
+request!(
+    /// The ticket with its conversation, questions and runs (newest first).
+    GetTicket, "planwire/getTicket", TicketRef, GetTicketResult
+);
 request!(
     /// Starts planning a ticket (creating it first when given root, title and description).
     StartPlan, "planwire/plan", PlanParams, PlanResult
@@ -39,20 +47,57 @@ request!(
     /// Stops the ticket's active run; answers once its process group is gone.
     Stop, "planwire/stop", TicketRef, StopResult
 );
-request!(Status, "planwire/status", StatusParams, StatusResult);
+request!(
+    /// Active runs, the planners found, and facts about the store.
+    Status, "planwire/status", StatusParams, StatusResult
+);
 request!(
     /// Answers (or dismisses) a question; planning resumes.
     AnswerQuestion, "planwire/answer", AnswerParams, AnswerResult
 );
-request!(GetTranscript, "planwire/getTranscript", GetTranscriptParams, GetTranscriptResult);
+request!(
+    /// A page of a run's transcript after a seq, for catching up.
+    GetTranscript, "planwire/getTranscript", GetTranscriptParams, GetTranscriptResult
+);
 
 notification!(
     /// Newly committed transcript events of one run, in seq order.
     TranscriptNotification, "planwire/transcript", TranscriptParams
 );
-notification!(TicketChanged, "planwire/ticketChanged", TicketChangedParams);
-notification!(RunChanged, "planwire/runChanged", RunChangedParams);
-notification!(QuestionNotification, "planwire/question", QuestionParams);
+notification!(
+    /// A ticket changed (status, plan or open questions); carries the whole ticket.
+    TicketChanged, "planwire/ticketChanged", TicketChangedParams
+);
+notification!(
+    /// A run started or ended; carries the whole run.
+    RunChanged, "planwire/runChanged", RunChangedParams
+);
+notification!(
+    /// A question for the user was recorded.
+    QuestionNotification, "planwire/question", QuestionParams
+);
+
+/// Visits every method's type, for tables built from all of them (the JSON Schema).
+pub trait MethodVisitor {
+    fn request<R: Request>(&mut self);
+    fn notification<N: Notification>(&mut self);
+}
+
+/// Calls `v` with every request, then every notification, in the order above.
+pub fn visit_methods(v: &mut impl MethodVisitor) {
+    v.request::<CreateTicket>();
+    v.request::<ListTickets>();
+    v.request::<GetTicket>();
+    v.request::<StartPlan>();
+    v.request::<Stop>();
+    v.request::<Status>();
+    v.request::<AnswerQuestion>();
+    v.request::<GetTranscript>();
+    v.notification::<TranscriptNotification>();
+    v.notification::<TicketChanged>();
+    v.notification::<RunChanged>();
+    v.notification::<QuestionNotification>();
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

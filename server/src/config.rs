@@ -12,6 +12,9 @@ pub struct Config {
     pub stop_grace: Duration,
     pub hard_timeout: Duration,
     pub idle_timeout: Duration,
+    /// How long a live question may wait for the person before the run is stopped (the
+    /// question stays answerable: the answer resumes the session).
+    pub question_timeout: Duration,
     pub default_tool: String,
     /// Explicit CLI paths, by tool name.
     pub planner_paths: BTreeMap<String, PathBuf>,
@@ -25,6 +28,7 @@ impl Config {
             stop_grace: ms(opts.stop_grace_ms, 3_000),
             hard_timeout: ms(opts.hard_timeout_ms, 30 * 60_000),
             idle_timeout: ms(opts.idle_timeout_ms, 10 * 60_000),
+            question_timeout: ms(opts.question_timeout_ms, 60 * 60_000),
             default_tool: opts.default_tool.clone().unwrap_or_else(|| "claude".into()),
             planner_paths: opts
                 .planners

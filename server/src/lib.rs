@@ -5,6 +5,7 @@
 //! file under `handlers`, and the `runner` drives one planner process through the
 //! `supervisor`, recording everything in the `store`.
 
+pub mod cli;
 pub mod config;
 pub mod handlers;
 pub mod planners;

@@ -57,24 +57,15 @@ where
                     Err(e) => outbox.respond(Some(&id), Err(e)).await,
                 },
                 ("initialize", Some(_)) => {
-                    let e = ResponseError::new(
-                        ErrorCode::InvalidRequest,
-                        "initialize was already called",
-                    );
+                    let e = ResponseError::new(ErrorCode::InvalidRequest, "initialize was already called");
                     outbox.respond(Some(&id), Err(e)).await;
                 }
                 (_, None) => {
-                    let e = ResponseError::new(
-                        ErrorCode::ServerNotInitialized,
-                        "the server is not initialized",
-                    );
+                    let e = ResponseError::new(ErrorCode::ServerNotInitialized, "the server is not initialized");
                     outbox.respond(Some(&id), Err(e)).await;
                 }
                 (_, Some(_)) if shutdown => {
-                    let e = ResponseError::new(
-                        ErrorCode::InvalidRequest,
-                        "the server is shutting down",
-                    );
+                    let e = ResponseError::new(ErrorCode::InvalidRequest, "the server is shutting down");
                     outbox.respond(Some(&id), Err(e)).await;
                 }
                 ("shutdown", Some(s)) => {
@@ -99,14 +90,7 @@ where
     code
 }
 
-fn spawn_request(
-    s: Arc<Session>,
-    outbox: &Outbox,
-    in_flight: &InFlight,
-    id: RequestId,
-    method: String,
-    params: Value,
-) {
+fn spawn_request(s: Arc<Session>, outbox: &Outbox, in_flight: &InFlight, id: RequestId, method: String, params: Value) {
     let (outbox, flights, key) = (outbox.clone(), in_flight.clone(), id.clone());
     // Hold the lock across spawn and insert, so the task cannot remove itself first.
     let mut map = in_flight.lock().expect("in-flight map");
@@ -137,28 +121,18 @@ async fn cancel(outbox: &Outbox, in_flight: &InFlight, params: Value) {
     }
 }
 
-async fn initialize(
-    outbox: &Outbox,
-    params: Value,
-) -> Result<(Arc<Session>, Value), ResponseError> {
+async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Value), ResponseError> {
     let options = match params.get("initializationOptions") {
         None | Some(Value::Null) => InitializationOptions::default(),
-        Some(v) => handlers::parse_params::<InitializationOptions>(
-            "initialize (initializationOptions)",
-            v.clone(),
-        )?,
+        Some(v) => handlers::parse_params::<InitializationOptions>("initialize (initializationOptions)", v.clone())?,
     };
     let progress = params
         .pointer("/capabilities/window/workDoneProgress")
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let config = Config::from_options(&options);
-    let store = Store::open(&config.db_path).map_err(|e| {
-        ResponseError::new(
-            ErrorCode::InternalError,
-            format!("cannot open the database: {e}"),
-        )
-    })?;
+    let store = Store::open(&config.db_path)
+        .map_err(|e| ResponseError::new(ErrorCode::InternalError, format!("cannot open the database: {e}")))?;
     recover(&store).await;
     let (pid, start) = crate::util::self_identity();
     let owner = Owner { pid, start };
@@ -203,11 +177,7 @@ async fn heartbeat(s: Arc<Session>) {
     loop {
         tick.tick().await;
         let owner = s.owner;
-        if s.store
-            .write(move |c| runs::heartbeat(c, owner))
-            .await
-            .is_err()
-        {
+        if s.store.write(move |c| runs::heartbeat(c, owner)).await.is_err() {
             return;
         }
     }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use planwire_protocol::{PlannerInfo, RunId, TicketId};
+use planwire_protocol::{PlannerInfo, QuestionId, RunId, TicketId};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
@@ -29,16 +29,25 @@ pub struct RunHandle {
     pub ticket_id: TicketId,
     /// Ask the run to stop; the reply comes once its process group is gone and it is recorded.
     pub stop: mpsc::Sender<oneshot::Sender<()>>,
+    /// Answers to the live questions the run is waiting on.
+    pub answers: mpsc::Sender<LiveAnswer>,
+}
+
+/// The person's reply to a live question, on its way to the waiting CLI.
+pub struct LiveAnswer {
+    pub question_id: QuestionId,
+    pub reply: LiveReply,
+    /// `Err` when the run is no longer waiting on that question.
+    pub done: oneshot::Sender<Result<(), String>>,
+}
+
+pub enum LiveReply {
+    Answers(Vec<planwire_protocol::Answer>),
+    Dismiss,
 }
 
 impl Session {
-    pub fn new(
-        outbox: Outbox,
-        store: Store,
-        config: Config,
-        owner: Owner,
-        progress: bool,
-    ) -> Arc<Session> {
+    pub fn new(outbox: Outbox, store: Store, config: Config, owner: Owner, progress: bool) -> Arc<Session> {
         Arc::new(Session {
             outbox,
             store,
@@ -56,6 +65,10 @@ impl Session {
 
     pub fn unregister(&self, run: RunId) {
         self.runs.lock().expect("runs").remove(&run);
+    }
+
+    pub fn handle(&self, run: RunId) -> Option<RunHandle> {
+        self.runs.lock().expect("runs").get(&run).cloned()
     }
 
     pub fn run_of_ticket(&self, ticket: TicketId) -> Option<(RunId, RunHandle)> {

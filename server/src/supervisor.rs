@@ -56,11 +56,7 @@ pub struct Supervised {
     child: Child,
 }
 
-type SpawnJob = (
-    SpawnSpec,
-    tokio::runtime::Handle,
-    oneshot::Sender<io::Result<Child>>,
-);
+type SpawnJob = (SpawnSpec, tokio::runtime::Handle, oneshot::Sender<io::Result<Child>>);
 
 fn spawner() -> &'static std::sync::mpsc::Sender<SpawnJob> {
     static SPAWNER: OnceLock<std::sync::mpsc::Sender<SpawnJob>> = OnceLock::new();
@@ -85,11 +81,7 @@ fn spawn_here(spec: &SpawnSpec) -> io::Result<Child> {
         .current_dir(&spec.cwd)
         .env("PWD", &spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if spec.stdin_pipe {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+        .stdin(if spec.stdin_pipe { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -117,9 +109,7 @@ pub async fn spawn(spec: SpawnSpec) -> io::Result<Supervised> {
     spawner()
         .send((spec, tokio::runtime::Handle::current(), tx))
         .map_err(|_| io::Error::other("spawner thread is gone"))?;
-    let mut child = rx
-        .await
-        .map_err(|_| io::Error::other("spawner thread is gone"))??;
+    let mut child = rx.await.map_err(|_| io::Error::other("spawner thread is gone"))??;
     let pid = child
         .id()
         .map(|p| p as i32)
@@ -161,10 +151,7 @@ async fn read_lines<R: AsyncBufRead + Unpin>(mut reader: R, tx: mpsc::Sender<Out
 }
 
 /// Reads one line (without its `\n`), keeping at most `cap` bytes of it.
-pub async fn read_capped_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    cap: usize,
-) -> io::Result<Option<OutputLine>> {
+pub async fn read_capped_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usize) -> io::Result<Option<OutputLine>> {
     let mut buf = Vec::new();
     let mut len = 0usize;
     loop {
@@ -255,11 +242,7 @@ impl Supervised {
             return;
         }
         signal_group(self.pgid, libc::SIGKILL);
-        let _ = tokio::time::timeout(
-            Duration::from_secs(5),
-            wait_group_empty(self.pgid, self.start_time),
-        )
-        .await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), wait_group_empty(self.pgid, self.start_time)).await;
     }
 }
 
@@ -338,13 +321,8 @@ mod tests {
 
     #[tokio::test]
     async fn stop_kills_the_whole_group_including_grandchildren() {
-        let mut child = spawn(sh("sleep 300 & sleep 300 & echo started; wait"))
-            .await
-            .unwrap();
-        assert_eq!(
-            child.output.recv().await,
-            Some(OutputLine::Line("started".into()))
-        );
+        let mut child = spawn(sh("sleep 300 & sleep 300 & echo started; wait")).await.unwrap();
+        assert_eq!(child.output.recv().await, Some(OutputLine::Line("started".into())));
         let members = group_members(child.pgid, child.start_time);
         assert!(members.len() >= 3, "{members:?}");
         child.stop(Duration::from_secs(2)).await;
@@ -356,10 +334,7 @@ mod tests {
         let mut child = spawn(sh("trap '' TERM; echo ready; while :; do sleep 0.05; done"))
             .await
             .unwrap();
-        assert_eq!(
-            child.output.recv().await,
-            Some(OutputLine::Line("ready".into()))
-        );
+        assert_eq!(child.output.recv().await, Some(OutputLine::Line("ready".into())));
         let status = child.stop(Duration::from_millis(300)).await.unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.signal(), Some(libc::SIGKILL));
@@ -368,11 +343,9 @@ mod tests {
 
     #[tokio::test]
     async fn keeps_a_bounded_stderr_tail() {
-        let mut child = spawn(sh(
-            "head -c 200000 /dev/zero | tr '\\0' x >&2; echo -n END >&2",
-        ))
-        .await
-        .unwrap();
+        let mut child = spawn(sh("head -c 200000 /dev/zero | tr '\\0' x >&2; echo -n END >&2"))
+            .await
+            .unwrap();
         child.wait().await.unwrap();
         let tail = child.stderr_tail().await;
         assert_eq!(tail.len(), STDERR_TAIL);

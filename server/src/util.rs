@@ -54,9 +54,9 @@ pub fn group_members(pgid: i32, not_before: u64) -> Vec<i32> {
         return Vec::new();
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            matches!(proc_stat(pid), Some(s) if s.pgrp == pgid && s.start_time >= not_before && s.state != 'Z')
-        })
+        .filter(
+            |&pid| matches!(proc_stat(pid), Some(s) if s.pgrp == pgid && s.start_time >= not_before && s.state != 'Z'),
+        )
         .collect()
 }
 

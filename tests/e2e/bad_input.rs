@@ -52,14 +52,8 @@ fn invalid_params_name_the_field() {
     );
     assert_eq!(e["code"], -32602);
     assert!(e["message"].as_str().unwrap().contains("title"), "{e}");
-    let e = s.err(
-        "planwire/createTicket",
-        json!({ "root": w.root(), "title": "T" }),
-    );
-    assert!(
-        e["message"].as_str().unwrap().contains("description"),
-        "{e}"
-    );
+    let e = s.err("planwire/createTicket", json!({ "root": w.root(), "title": "T" }));
+    assert!(e["message"].as_str().unwrap().contains("description"), "{e}");
     let e = s.err(
         "planwire/createTicket",
         json!({ "root": w.root(), "title": "  ", "description": "" }),
@@ -78,15 +72,9 @@ fn invalid_params_name_the_field() {
     let e = s.err("planwire/getTranscript", json!({ "runId": "one" }));
     assert!(e["message"].as_str().unwrap().contains("runId"), "{e}");
     assert_eq!(s.err("planwire/plan", json!({}))["code"], -32602);
-    assert_eq!(
-        s.err("planwire/getTicket", json!({ "ticketId": 77 }))["code"],
-        -32011
-    );
+    assert_eq!(s.err("planwire/getTicket", json!({ "ticketId": 77 }))["code"], -32011);
     // Still serving, and nothing was created by the bad calls.
-    assert_eq!(
-        s.ok("planwire/listTickets", json!({}))["tickets"],
-        json!([])
-    );
+    assert_eq!(s.ok("planwire/listTickets", json!({}))["tickets"], json!([]));
 }
 
 #[test]
@@ -118,10 +106,7 @@ fn a_root_that_does_not_exist_is_project_unavailable() {
         json!({ "root": gone, "title": "T", "description": "", "tool": "script" }),
     );
     std::fs::remove_dir(&gone).unwrap();
-    assert_eq!(
-        s.err("planwire/plan", json!({ "ticketId": t["id"] }))["code"],
-        -32013
-    );
+    assert_eq!(s.err("planwire/plan", json!({ "ticketId": t["id"] }))["code"], -32013);
     let got = s.ok("planwire/getTicket", json!({ "ticketId": t["id"] }));
     assert_eq!(got["ticket"]["status"], "draft");
     assert_eq!(got["runs"], json!([]));

@@ -4,22 +4,67 @@ use serde_json::{json, Value};
 
 use crate::harness::*;
 
-fn fake_claude(w: &World, script: &str) {
-    let argv = w.path("claude-argv.json");
-    // Record argv as JSON (one element per argument, exactly as received), then replay.
+/// A fake `claude` on PATH: invocation N records its argv to `claude-argv.N.json` and
+/// everything planwire writes on its stdin to `claude-stdin.N.log`, then replays the Nth
+/// script of `scripts` (the last one once they run out) — real recordings, through the
+/// `script` planner's replayer.
+pub fn fake_claude_sequence(w: &World, scripts: &[&str]) {
+    let d = w.dir.path().display().to_string();
+    std::fs::write(w.path("claude-scripts"), scripts.join("\n") + "\n").unwrap();
     w.fake_cli(
         "claude",
         &format!(
-            "#!/bin/sh\npython3 -c 'import json,sys; json.dump(sys.argv[1:], open(\"{}\", \"w\"))' \"$@\"\nexec {} replay {}\n",
-            argv.display(),
-            BIN,
-            script
+            r#"#!/bin/sh
+d="{d}"
+# planwire reads the version once (detection); that is not a planning run.
+if [ "$1" = "--version" ]; then echo "2.1.197 (Claude Code)"; exit 0; fi
+n=$(( $(cat "$d/claude-count" 2>/dev/null || echo 0) + 1 ))
+echo $n > "$d/claude-count"
+python3 -c 'import json,sys; json.dump(sys.argv[2:], open(sys.argv[1], "w"))' "$d/claude-argv.$n.json" "$@"
+s=$(sed -n "${{n}}p" "$d/claude-scripts")
+[ -n "$s" ] || s=$(tail -n 1 "$d/claude-scripts")
+PLANWIRE_REPLAY_STDIN_LOG="$d/claude-stdin.$n.log" exec "{BIN}" replay "$s"
+"#
         ),
     );
 }
 
+fn fake_claude(w: &World, script: &str) {
+    fake_claude_sequence(w, &[script]);
+}
+
+/// The argv of invocation `n` (from 1).
+pub fn argv_of(w: &World, n: usize) -> Vec<String> {
+    serde_json::from_str(&std::fs::read_to_string(w.path(&format!("claude-argv.{n}.json"))).unwrap()).unwrap()
+}
+
+/// What planwire wrote on the stdin of invocation `n`, as JSON lines.
+pub fn stdin_of(w: &World, n: usize) -> Vec<Value> {
+    std::fs::read_to_string(w.path(&format!("claude-stdin.{n}.log")))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The prompt planwire sent as the user message of invocation `n`.
+pub fn prompt_of(w: &World, n: usize) -> String {
+    let lines = stdin_of(w, n);
+    let user = lines
+        .iter()
+        .find(|l| l["type"] == "user")
+        .expect("a user message on stdin");
+    user["message"]["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+fn invocations(w: &World) -> usize {
+    std::fs::read_to_string(w.path("claude-count"))
+        .map(|s| s.trim().parse().unwrap())
+        .unwrap_or(0)
+}
+
 fn recorded_argv(w: &World) -> Vec<String> {
-    serde_json::from_str(&std::fs::read_to_string(w.path("claude-argv.json")).unwrap()).unwrap()
+    argv_of(w, invocations(w))
 }
 
 #[test]
@@ -29,53 +74,33 @@ fn claude_runs_in_plan_mode_and_a_hostile_description_is_only_text() {
     let mut s = w.start();
     s.initialize(json!({ "dbPath": w.db() }));
     let hostile = "--dangerously-skip-permissions\n-p $(touch /tmp/pwned) `id` ; rm -rf ~";
-    let t = s.ok("planwire/createTicket", json!({ "root": w.root(), "title": "-rf", "description": hostile, "tool": "claude", "model": "sonnet" }));
+    let t = s.ok(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "-rf", "description": hostile, "tool": "claude", "model": "sonnet" }),
+    );
     let ticket = t["id"].as_i64().unwrap();
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(
-        s.wait_ticket(ticket, &["planned", "failed"])["status"],
-        "planned"
-    );
+    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
     let argv = recorded_argv(&w);
-    assert_eq!(
-        &argv[..6],
-        [
-            "-p",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--permission-mode",
-            "plan"
-        ]
-    );
-    assert!(
-        argv.windows(2).any(|p| p == ["--model", "sonnet"]),
-        "{argv:?}"
-    );
-    assert!(
-        !argv.iter().any(|a| a == "--dangerously-skip-permissions"),
-        "{argv:?}"
-    );
-    let prompt = argv.last().unwrap();
-    assert!(!prompt.starts_with('-'));
-    assert!(
-        prompt.contains(hostile),
-        "the description reaches the model verbatim"
-    );
+    let mode = "-p --input-format stream-json --output-format stream-json --verbose --permission-mode plan --permission-prompt-tool stdio";
+    assert_eq!(argv[..10].join(" "), mode);
+    assert!(argv.windows(2).any(|p| p == ["--model", "sonnet"]), "{argv:?}");
+    // The prompt never touches argv: it travels as a stream-json user message on stdin.
+    assert!(!argv.iter().any(|a| a.contains("dangerously") || a.contains("pwned")), "{argv:?}");
+    let prompt = prompt_of(&w, 1);
+    assert!(prompt.contains(hostile), "the description reaches the model verbatim");
     assert!(prompt.contains("<planwire-plan>"));
     // The run records its argv without the prompt, and the CLI's session.
     let (argv_json, session): (String, Option<String>) = w
         .sqlite()
-        .query_row(
-            "SELECT argv_json, session_id FROM runs WHERE id = ?1",
-            [run],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .query_row("SELECT argv_json, session_id FROM runs WHERE id = ?1", [run], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .unwrap();
     let stored: Vec<String> = serde_json::from_str(&argv_json).unwrap();
-    assert_eq!(stored.last().unwrap(), "<prompt>");
+    assert_eq!(stored[1..], argv[..], "the run records the argv it ran");
     assert!(!argv_json.contains("dangerously"));
     assert!(session.is_some());
     assert!(!std::path::Path::new("/tmp/pwned").exists());
@@ -96,27 +121,17 @@ fn a_planned_ticket_resumes_its_claude_session_unless_fresh() {
     s.wait_ticket(ticket, &["planned"]);
     let session: String = w
         .sqlite()
-        .query_row(
-            "SELECT session_id FROM tickets WHERE id = ?1",
-            [ticket],
-            |r| r.get(0),
-        )
+        .query_row("SELECT session_id FROM tickets WHERE id = ?1", [ticket], |r| r.get(0))
         .unwrap();
 
     s.seen.clear();
     s.ok("planwire/plan", json!({ "ticketId": ticket }));
     s.wait_ticket(ticket, &["planned"]);
     let argv = recorded_argv(&w);
-    assert!(
-        argv.windows(2).any(|p| p == ["--resume", session.as_str()]),
-        "{argv:?}"
-    );
+    assert!(argv.windows(2).any(|p| p == ["--resume", session.as_str()]), "{argv:?}");
 
     s.seen.clear();
-    s.ok(
-        "planwire/plan",
-        json!({ "ticketId": ticket, "fresh": true }),
-    );
+    s.ok("planwire/plan", json!({ "ticketId": ticket, "fresh": true }));
     s.wait_ticket(ticket, &["planned"]);
     assert!(!recorded_argv(&w).iter().any(|a| a == "--resume"));
     let reason: Option<String> = w
@@ -142,16 +157,10 @@ fn a_claude_api_error_fails_with_its_message() {
         json!({ "root": w.root(), "title": "T", "description": "", "tool": "claude" }),
     );
     let ticket = t["ticketId"].as_i64().unwrap();
-    assert_eq!(
-        s.wait_ticket(ticket, &["failed", "planned"])["status"],
-        "failed"
-    );
+    assert_eq!(s.wait_ticket(ticket, &["failed", "planned"])["status"], "failed");
     let run = &s.ok("planwire/getTicket", json!({ "ticketId": ticket }))["runs"][0];
     assert!(
-        run["failure"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Invalid API key"),
+        run["failure"]["message"].as_str().unwrap().contains("Invalid API key"),
         "{run}"
     );
 }

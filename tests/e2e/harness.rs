@@ -32,11 +32,7 @@ impl World {
         self.dir.path().join(rel)
     }
     pub fn root(&self) -> String {
-        self.path("project")
-            .canonicalize()
-            .unwrap()
-            .display()
-            .to_string()
+        self.path("project").canonicalize().unwrap().display().to_string()
     }
     pub fn db(&self) -> String {
         self.path("planwire.db").display().to_string()
@@ -149,9 +145,9 @@ impl Server {
     pub fn response(&mut self, id: i64) -> Result<Value, Value> {
         let deadline = Instant::now() + WAIT;
         loop {
-            let msg = self.recv(deadline).unwrap_or_else(|| {
-                panic!("no response to request {id}; stderr:\n{}", self.stderr())
-            });
+            let msg = self
+                .recv(deadline)
+                .unwrap_or_else(|| panic!("no response to request {id}; stderr:\n{}", self.stderr()));
             if msg.get("id") == Some(&json!(id)) && msg.get("method").is_none() {
                 return match msg.get("error") {
                     Some(e) => Err(e.clone()),
@@ -190,9 +186,9 @@ impl Server {
         }
         let deadline = Instant::now() + WAIT;
         loop {
-            let msg = self.recv(deadline).unwrap_or_else(|| {
-                panic!("timed out waiting for {what}; stderr:\n{}", self.stderr())
-            });
+            let msg = self
+                .recv(deadline)
+                .unwrap_or_else(|| panic!("timed out waiting for {what}; stderr:\n{}", self.stderr()));
             let hit = pred(&msg);
             self.on_other(msg.clone());
             if hit {
@@ -206,9 +202,7 @@ impl Server {
         let n = self.wait_for(&format!("ticket {ticket} in {statuses:?}"), |m| {
             m["method"] == "planwire/ticketChanged"
                 && m["params"]["ticket"]["id"] == ticket
-                && statuses
-                    .iter()
-                    .any(|s| m["params"]["ticket"]["status"] == *s)
+                && statuses.iter().any(|s| m["params"]["ticket"]["status"] == *s)
         });
         n["params"]["ticket"].clone()
     }
@@ -218,12 +212,7 @@ impl Server {
         self.seen
             .iter()
             .filter(|m| m["method"] == "planwire/transcript" && m["params"]["runId"] == run)
-            .flat_map(|m| {
-                m["params"]["events"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
+            .flat_map(|m| m["params"]["events"].as_array().cloned().unwrap_or_default())
             .collect()
     }
 
@@ -310,11 +299,9 @@ pub fn eventually(what: &str, deadline: Duration, cond: impl Fn() -> bool) {
 pub fn run_group(world: &World, run: i64) -> (i32, u64) {
     world
         .sqlite()
-        .query_row(
-            "SELECT pgid, child_start FROM runs WHERE id = ?1",
-            [run],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .query_row("SELECT pgid, child_start FROM runs WHERE id = ?1", [run], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .unwrap()
 }
 

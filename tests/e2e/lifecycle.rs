@@ -4,10 +4,7 @@ use crate::harness::*;
 
 #[test]
 fn version_flag_prints_the_version() {
-    let out = std::process::Command::new(BIN)
-        .arg("--version")
-        .output()
-        .unwrap();
+    let out = std::process::Command::new(BIN).arg("--version").output().unwrap();
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
@@ -45,10 +42,7 @@ fn requests_before_initialize_get_server_not_initialized() {
     let e = s.err("planwire/listTickets", json!({}));
     assert_eq!(e["code"], -32002);
     s.initialize(json!({ "dbPath": w.db() }));
-    assert_eq!(
-        s.ok("planwire/listTickets", json!({})),
-        json!({ "tickets": [] })
-    );
+    assert_eq!(s.ok("planwire/listTickets", json!({})), json!({ "tickets": [] }));
 }
 
 #[test]
@@ -109,17 +103,10 @@ fn cancel_request_answers_request_cancelled_or_the_result() {
     s.send(&json!({ "jsonrpc": "2.0", "method": "$/cancelRequest", "params": { "id": 7 } }));
     match s.response(7) {
         Err(e) => assert_eq!(e["code"], -32800),
-        Ok(r) => assert!(
-            r["store"].is_object(),
-            "a request that finished first keeps its result"
-        ),
+        Ok(r) => assert!(r["store"].is_object(), "a request that finished first keeps its result"),
     }
     // Either way exactly one answer came, and the server goes on.
     s.ok("planwire/listTickets", json!({}));
-    let extra = s
-        .seen
-        .iter()
-        .filter(|m| m.get("id") == Some(&json!(7)))
-        .count();
+    let extra = s.seen.iter().filter(|m| m.get("id") == Some(&json!(7))).count();
     assert_eq!(extra, 0);
 }

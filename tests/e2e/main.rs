@@ -7,6 +7,8 @@ mod bad_input;
 mod claude_cli;
 mod lifecycle;
 mod planning;
+mod questions;
 mod realcli;
 mod recovery;
 mod stop;
+mod terminal;

@@ -32,34 +32,18 @@ fn create_plan_stream_and_planned() {
     let t = s.wait_ticket(ticket, &["planned", "failed"]);
     assert_eq!(t["status"], "planned", "{t}");
     assert_eq!(t["plan"]["title"], "Change the greeting printed by main");
-    assert!(t["plan"]["description"]
-        .as_str()
-        .unwrap()
-        .contains("## Steps"));
+    assert!(t["plan"]["description"].as_str().unwrap().contains("## Steps"));
     assert_eq!(t["plan"]["acceptanceCriteria"].as_array().unwrap().len(), 2);
 
     // Numbered from 1 with no gaps, and exactly what getTranscript returns.
     let notified = s.notified_events(run);
-    assert_eq!(
-        seqs(&notified),
-        (1..=notified.len() as u64).collect::<Vec<_>>()
-    );
+    assert_eq!(seqs(&notified), (1..=notified.len() as u64).collect::<Vec<_>>());
     let page = s.ok("planwire/getTranscript", json!({ "runId": run }));
     assert_eq!(page["events"].as_array().unwrap(), &notified);
     assert_eq!(page["lastSeq"], notified.len());
     assert_eq!(page["done"], true);
-    let kinds: Vec<&str> = notified
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
-    for k in [
-        "session",
-        "reasoning",
-        "text",
-        "toolCall",
-        "toolResult",
-        "usage",
-    ] {
+    let kinds: Vec<&str> = notified.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    for k in ["session", "reasoning", "text", "toolCall", "toolResult", "usage"] {
         assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
     }
     let finals: Vec<&Value> = notified
@@ -67,10 +51,7 @@ fn create_plan_stream_and_planned() {
         .filter(|e| e["kind"] == "text" && e["final"] == true)
         .collect();
     assert_eq!(finals.len(), 1);
-    assert!(finals[0]["text"]
-        .as_str()
-        .unwrap()
-        .contains("<planwire-plan>"));
+    assert!(finals[0]["text"].as_str().unwrap().contains("<planwire-plan>"));
 
     // Work-done progress: created, begun and ended for this run.
     let token = format!("planwire/run/{run}");
@@ -79,10 +60,7 @@ fn create_plan_stream_and_planned() {
         .iter()
         .filter(|m| m["method"] == "$/progress" && m["params"]["token"] == token)
         .collect();
-    assert_eq!(
-        progress.first().unwrap()["params"]["value"]["kind"],
-        "begin"
-    );
+    assert_eq!(progress.first().unwrap()["params"]["value"]["kind"], "begin");
     s.wait_for("progress end", |m| {
         m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end"
     });
@@ -118,10 +96,7 @@ fn plan_can_create_the_ticket() {
         json!({ "root": w.root(), "title": "T", "description": "", "tool": "script", "model": "demo" }),
     );
     let ticket = r["ticketId"].as_i64().unwrap();
-    assert_eq!(
-        s.wait_ticket(ticket, &["planned", "failed"])["status"],
-        "planned"
-    );
+    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
     let list = s.ok("planwire/listTickets", json!({ "root": w.root() }));
     assert_eq!(list["tickets"].as_array().unwrap().len(), 1);
 }
@@ -145,10 +120,7 @@ fn get_transcript_pages_after_a_seq() {
             json!({ "runId": run, "afterSeq": after, "limit": 2 }),
         );
         let events = page["events"].as_array().unwrap().clone();
-        assert_eq!(
-            page["lastSeq"], last,
-            "lastSeq is the run's, not the page's"
-        );
+        assert_eq!(page["lastSeq"], last, "lastSeq is the run's, not the page's");
         assert!(events.len() <= 2);
         collected.extend(events.clone());
         after = events.last().map_or(after, |e| e["seq"].as_u64().unwrap());
@@ -158,15 +130,9 @@ fn get_transcript_pages_after_a_seq() {
         assert!(!events.is_empty());
     }
     assert_eq!(collected, all);
-    let tail = s.ok(
-        "planwire/getTranscript",
-        json!({ "runId": run, "afterSeq": 3 }),
-    );
+    let tail = s.ok("planwire/getTranscript", json!({ "runId": run, "afterSeq": 3 }));
     assert_eq!(tail["events"].as_array().unwrap().as_slice(), &all[3..]);
-    assert_eq!(
-        s.err("planwire/getTranscript", json!({ "runId": 999 }))["code"],
-        -32011
-    );
+    assert_eq!(s.err("planwire/getTranscript", json!({ "runId": 999 }))["code"], -32011);
 }
 
 #[test]
@@ -192,10 +158,7 @@ fn open_questions_leave_the_ticket_needing_input() {
     assert_eq!(t["openQuestions"][0]["id"], question["id"]);
     // The question is an event of the transcript too.
     let events = s.ok("planwire/getTranscript", json!({ "runId": run }))["events"].clone();
-    assert_eq!(
-        events.as_array().unwrap().last().unwrap()["questionId"],
-        question["id"]
-    );
+    assert_eq!(events.as_array().unwrap().last().unwrap()["questionId"], question["id"]);
     // A later client sees it through listTickets.
     let list = s.ok("planwire/listTickets", json!({}));
     assert_eq!(list["tickets"][0]["openQuestions"][0]["id"], question["id"]);
@@ -209,10 +172,7 @@ fn planner_error_fails_the_run_with_the_clis_own_message() {
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(
-        s.wait_ticket(ticket, &["failed", "planned"])["status"],
-        "failed"
-    );
+    assert_eq!(s.wait_ticket(ticket, &["failed", "planned"])["status"], "failed");
     let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
     let r = &got["runs"][0];
     assert_eq!(
@@ -221,10 +181,7 @@ fn planner_error_fails_the_run_with_the_clis_own_message() {
     );
     assert_eq!(r["failure"]["code"], "planner_error");
     assert!(
-        r["failure"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Invalid API key"),
+        r["failure"]["message"].as_str().unwrap().contains("Invalid API key"),
         "{r}"
     );
     let errors: Vec<Value> = s
@@ -256,10 +213,7 @@ fn garbage_output_and_a_crash_keep_every_line_and_report_stderr() {
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(
-        s.wait_ticket(ticket, &["failed", "planned"])["status"],
-        "failed"
-    );
+    assert_eq!(s.wait_ticket(ticket, &["failed", "planned"])["status"], "failed");
     let events = s.ok("planwire/getTranscript", json!({ "runId": run }))["events"].clone();
     let raws: Vec<&str> = events
         .as_array()
@@ -285,18 +239,12 @@ fn exit_zero_without_a_plan_is_no_plan() {
     let result = json!({"type":"result","subtype":"success","is_error":false,"result":"I have no plan.","session_id":"s1","usage":{"input_tokens":1,"output_tokens":1},"total_cost_usd":0.0});
     let script = w.script(
         "noplan.jsonl",
-        &[
-            json!({ "out": line.to_string() }),
-            json!({ "out": result.to_string() }),
-        ],
+        &[json!({ "out": line.to_string() }), json!({ "out": result.to_string() })],
     );
     let mut s = started(&w);
     let ticket = create(&mut s, &w, &script);
     s.ok("planwire/plan", json!({ "ticketId": ticket }));
-    assert_eq!(
-        s.wait_ticket(ticket, &["failed", "planned"])["status"],
-        "failed"
-    );
+    assert_eq!(s.wait_ticket(ticket, &["failed", "planned"])["status"], "failed");
     let r = &s.ok("planwire/getTicket", json!({ "ticketId": ticket }))["runs"][0];
     assert_eq!(
         (r["exitCode"].clone(), r["failure"]["code"].clone()),
@@ -308,10 +256,7 @@ fn exit_zero_without_a_plan_is_no_plan() {
 fn idle_and_hard_timeouts_fail_the_run_with_their_codes() {
     for (opts, code) in [
         (json!({ "idleTimeoutMs": 300 }), "idle_timeout"),
-        (
-            json!({ "hardTimeoutMs": 1500, "idleTimeoutMs": 60000 }),
-            "hard_timeout",
-        ),
+        (json!({ "hardTimeoutMs": 1500, "idleTimeoutMs": 60000 }), "hard_timeout"),
     ] {
         let w = World::new();
         let mut s = w.start();
@@ -343,10 +288,7 @@ fn retry_of_reuses_that_runs_tool_and_model() {
         .as_i64()
         .unwrap();
     s.wait_ticket(ticket, &["failed"]);
-    let second = s.ok(
-        "planwire/plan",
-        json!({ "ticketId": ticket, "retryOf": first }),
-    )["runId"]
+    let second = s.ok("planwire/plan", json!({ "ticketId": ticket, "retryOf": first }))["runId"]
         .as_i64()
         .unwrap();
     assert_ne!(first, second);
@@ -359,10 +301,7 @@ fn retry_of_reuses_that_runs_tool_and_model() {
     assert_eq!(runs[0]["model"], "fail");
     assert_eq!(runs[0]["tool"], "script");
     assert_eq!(
-        s.err(
-            "planwire/plan",
-            json!({ "ticketId": ticket, "retryOf": 999 })
-        )["code"],
+        s.err("planwire/plan", json!({ "ticketId": ticket, "retryOf": 999 }))["code"],
         -32011
     );
 }

@@ -12,10 +12,7 @@ use serde_json::{json, Value};
 use crate::harness::*;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
 }
 
 /// A binary path from `.cache/planners/paths.env` (e.g. `CLAUDE_BIN`).
@@ -98,31 +95,29 @@ fn claude_server(w: &World, mock: &Mock) -> Server {
             ("GIT_CEILING_DIRECTORIES", &ceiling),
         ],
     );
-    s.initialize(json!({ "dbPath": w.db(), "stopGraceMs": 2000, "planners": { "claude": { "path": cli("CLAUDE_BIN") } } }));
+    s.initialize(
+        json!({ "dbPath": w.db(), "stopGraceMs": 2000, "planners": { "claude": { "path": cli("CLAUDE_BIN") } } }),
+    );
     s
 }
 
 fn new_ticket(s: &mut Server, w: &World, tool: &str) -> i64 {
-    let t = s.ok("planwire/createTicket", json!({ "root": w.root(), "title": "Change the greeting", "description": "Make it say hi.", "tool": tool }));
+    let t = s.ok(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "Change the greeting", "description": "Make it say hi.", "tool": tool }),
+    );
     t["id"].as_i64().unwrap()
 }
 
 fn kinds(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap().to_owned())
-        .collect()
+    events.iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
 }
 
 fn transcript(s: &mut Server, run: i64) -> Vec<Value> {
     let page = s.ok("planwire/getTranscript", json!({ "runId": run }));
     let events = page["events"].as_array().unwrap().clone();
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert_eq!(
-        seqs,
-        (1..=events.len() as u64).collect::<Vec<_>>(),
-        "contiguous"
-    );
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>(), "contiguous");
     events
 }
 
@@ -181,10 +176,7 @@ fn realcli_claude_plans_with_a_tool_call_and_resumes() {
     });
     let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
     assert_eq!(got["ticket"]["plan"]["title"], "Second plan", "{got}");
-    assert_eq!(
-        got["runs"][0]["providerSessionId"],
-        got["runs"][1]["providerSessionId"]
-    );
+    assert_eq!(got["runs"][0]["providerSessionId"], got["runs"][1]["providerSessionId"]);
     let last = mock
         .requests()
         .into_iter()
@@ -215,10 +207,7 @@ fn realcli_claude_subagent_gets_its_own_agent_run() {
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(
-        s.wait_ticket(ticket, &["planned", "failed"])["status"],
-        "planned"
-    );
+    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
     let events = transcript(&mut s, run);
     let sub: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subagent").collect();
     assert_eq!(sub.len(), 2, "{events:?}");
@@ -243,10 +232,7 @@ fn realcli_claude_auth_error_fails_fast_with_its_message() {
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(
-        s.wait_ticket(ticket, &["failed", "planned"])["status"],
-        "failed"
-    );
+    assert_eq!(s.wait_ticket(ticket, &["failed", "planned"])["status"], "failed");
     let r = &s.ok("planwire/getTicket", json!({ "ticketId": ticket }))["runs"][0];
     assert_eq!(r["failure"]["code"], "planner_error", "{r}");
     let events = transcript(&mut s, run);
@@ -278,11 +264,9 @@ fn realcli_claude_stop_mid_stream() {
                 .any(|e| e["kind"] == "session")
     });
     // Wait until the model is streaming.
-    eventually(
-        "the model is asked",
-        std::time::Duration::from_secs(30),
-        || !mock.requests().iter().all(|r| r["method"] == "HEAD"),
-    );
+    eventually("the model is asked", std::time::Duration::from_secs(30), || {
+        !mock.requests().iter().all(|r| r["method"] == "HEAD")
+    });
     let (pgid, start) = run_group(&w, run);
     assert_eq!(
         s.ok("planwire/stop", json!({ "ticketId": ticket })),
@@ -291,10 +275,7 @@ fn realcli_claude_stop_mid_stream() {
     assert!(!group_alive(pgid, start));
     let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
     assert_eq!(
-        (
-            got["ticket"]["status"].clone(),
-            got["runs"][0]["status"].clone()
-        ),
+        (got["ticket"]["status"].clone(), got["runs"][0]["status"].clone()),
         (json!("stopped"), json!("cancelled"))
     );
     assert!(!transcript(&mut s, run).is_empty());

@@ -30,10 +30,7 @@ fn kill_9_mid_plan_then_restart_marks_interrupted_and_kills_the_group() {
     assert!(!group_alive(pgid, start), "the grandchild is killed too");
     let got = next.ok("planwire/getTicket", json!({ "ticketId": ticket }));
     assert_eq!(got["runs"][0]["status"], "interrupted");
-    assert_eq!(
-        got["ticket"]["status"], "draft",
-        "back to its status before the run"
-    );
+    assert_eq!(got["ticket"]["status"], "draft", "back to its status before the run");
     let last = got["messages"].as_array().unwrap().last().unwrap().clone();
     assert!(last["text"].as_str().unwrap().contains("interrupted"));
     // Events streamed before the kill are still there.
@@ -41,14 +38,8 @@ fn kill_9_mid_plan_then_restart_marks_interrupted_and_kills_the_group() {
     assert!(!page["events"].as_array().unwrap().is_empty());
     assert_eq!(page["done"], true);
     // The ticket can be planned again.
-    next.ok(
-        "planwire/plan",
-        json!({ "ticketId": ticket, "model": "demo" }),
-    );
-    assert_eq!(
-        next.wait_ticket(ticket, &["planned", "failed"])["status"],
-        "planned"
-    );
+    next.ok("planwire/plan", json!({ "ticketId": ticket, "model": "demo" }));
+    assert_eq!(next.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
 }
 
 #[test]
@@ -65,10 +56,7 @@ fn recovery_never_kills_a_recycled_process_group() {
     // with a start time later than that process's: it must be left alone.
     let me = std::process::id() as i32;
     let my_start = planwire::util::proc_stat(me).unwrap().start_time;
-    let innocent = std::process::Command::new("sleep")
-        .arg("30")
-        .spawn()
-        .unwrap();
+    let innocent = std::process::Command::new("sleep").arg("30").spawn().unwrap();
     w.sqlite()
         .execute(
             "INSERT INTO runs (ticket_id, status, tool, prev_ticket_status, owner_pid, owner_start, pgid, child_pid, child_start, created_at)
@@ -81,9 +69,6 @@ fn recovery_never_kills_a_recycled_process_group() {
     let got = next.ok("planwire/getTicket", json!({ "ticketId": t["id"] }));
     assert_eq!(got["runs"][0]["status"], "interrupted");
     let mut innocent = innocent;
-    assert!(
-        innocent.try_wait().unwrap().is_none(),
-        "an unrelated process survives"
-    );
+    assert!(innocent.try_wait().unwrap().is_none(), "an unrelated process survives");
     innocent.kill().unwrap();
 }

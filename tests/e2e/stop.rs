@@ -18,7 +18,10 @@ pub fn slow_with_grandchild(w: &World) -> String {
 
 pub fn start_slow(s: &mut Server, w: &World) -> (i64, i64) {
     let script = slow_with_grandchild(w);
-    let t = s.ok("planwire/createTicket", json!({ "root": w.root(), "title": "Slow", "description": "", "tool": "script", "model": script }));
+    let t = s.ok(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "Slow", "description": "", "tool": "script", "model": script }),
+    );
     let ticket = t["id"].as_i64().unwrap();
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
@@ -76,10 +79,7 @@ fn stop_mid_stream_kills_the_group_and_records_cancelled() {
         s.ok("planwire/stop", json!({ "ticketId": ticket })),
         json!({ "stopped": false })
     );
-    assert_eq!(
-        s.err("planwire/stop", json!({ "ticketId": 4242 }))["code"],
-        -32011
-    );
+    assert_eq!(s.err("planwire/stop", json!({ "ticketId": 4242 }))["code"], -32011);
 }
 
 #[test]

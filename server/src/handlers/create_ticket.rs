@@ -24,10 +24,7 @@ pub async fn create(s: &Session, p: CreateTicketParams) -> HandlerResult<Ticket>
             "invalid params for planwire/createTicket: field `title` must not be empty",
         ));
     }
-    let tool = p
-        .tool
-        .clone()
-        .unwrap_or_else(|| s.config.default_tool.clone());
+    let tool = p.tool.clone().unwrap_or_else(|| s.config.default_tool.clone());
     check_tool(&tool)?;
     let new = NewTicket {
         root,

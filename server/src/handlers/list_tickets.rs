@@ -11,11 +11,9 @@ use crate::store::tickets;
 
 pub async fn handle(s: Arc<Session>, p: ListTicketsParams) -> HandlerResult<ListTicketsResult> {
     // Roots are stored canonical; match what the client names the same way.
-    let root = p.root.map(|r| {
-        std::fs::canonicalize(&r)
-            .map(|p| p.display().to_string())
-            .unwrap_or(r)
-    });
+    let root = p
+        .root
+        .map(|r| std::fs::canonicalize(&r).map(|p| p.display().to_string()).unwrap_or(r));
     let tickets = s
         .store
         .read(move |c| tickets::list(c, root.as_deref()))

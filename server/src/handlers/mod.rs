@@ -5,6 +5,7 @@
 //! connection's state); every other request runs as its own task, so a slow one never holds
 //! up the rest, and `$/cancelRequest` can abort it.
 
+mod answer;
 mod create_ticket;
 mod get_ticket;
 mod get_transcript;
@@ -26,19 +27,14 @@ pub type HandlerResult<T> = Result<T, ResponseError>;
 
 pub async fn dispatch(s: Arc<Session>, method: &str, params: Value) -> HandlerResult<Value> {
     match method {
-        p::CreateTicket::METHOD => {
-            call::<p::CreateTicket, _, _>(s, params, create_ticket::handle).await
-        }
-        p::ListTickets::METHOD => {
-            call::<p::ListTickets, _, _>(s, params, list_tickets::handle).await
-        }
+        p::CreateTicket::METHOD => call::<p::CreateTicket, _, _>(s, params, create_ticket::handle).await,
+        p::ListTickets::METHOD => call::<p::ListTickets, _, _>(s, params, list_tickets::handle).await,
         p::GetTicket::METHOD => call::<p::GetTicket, _, _>(s, params, get_ticket::handle).await,
         p::StartPlan::METHOD => call::<p::StartPlan, _, _>(s, params, plan::handle).await,
         p::Stop::METHOD => call::<p::Stop, _, _>(s, params, stop::handle).await,
         p::Status::METHOD => call::<p::Status, _, _>(s, params, status::handle).await,
-        p::GetTranscript::METHOD => {
-            call::<p::GetTranscript, _, _>(s, params, get_transcript::handle).await
-        }
+        p::AnswerQuestion::METHOD => call::<p::AnswerQuestion, _, _>(s, params, answer::handle).await,
+        p::GetTranscript::METHOD => call::<p::GetTranscript, _, _>(s, params, get_transcript::handle).await,
         _ => Err(ResponseError::new(
             ErrorCode::MethodNotFound,
             format!("unknown method {method}"),
@@ -54,15 +50,11 @@ where
 {
     let params = parse_params::<R::Params>(R::METHOD, params)?;
     let result = f(s, params).await?;
-    serde_json::to_value(result)
-        .map_err(|e| ResponseError::new(ErrorCode::InternalError, e.to_string()))
+    serde_json::to_value(result).map_err(|e| ResponseError::new(ErrorCode::InternalError, e.to_string()))
 }
 
 /// Typed params, with an error that names the offending field.
-pub fn parse_params<P: serde::de::DeserializeOwned>(
-    method: &str,
-    params: Value,
-) -> HandlerResult<P> {
+pub fn parse_params<P: serde::de::DeserializeOwned>(method: &str, params: Value) -> HandlerResult<P> {
     let params = if params.is_null() {
         Value::Object(Default::default())
     } else {

@@ -15,11 +15,7 @@ use crate::store::{runs, tickets};
 
 pub async fn handle(s: Arc<Session>, p: PlanParams) -> HandlerResult<PlanResult> {
     let ticket = match (p.ticket_id, &p.root, &p.title) {
-        (Some(id), _, _) => s
-            .store
-            .read(move |c| tickets::get(c, id))
-            .await
-            .map_err(store_error)?,
+        (Some(id), _, _) => s.store.read(move |c| tickets::get(c, id)).await.map_err(store_error)?,
         (None, Some(root), Some(title)) => {
             let params = CreateTicketParams {
                 root: root.clone(),
@@ -48,11 +44,7 @@ pub async fn handle(s: Arc<Session>, p: PlanParams) -> HandlerResult<PlanResult>
 async fn run_spec(s: &Session, ticket: &Ticket, p: &PlanParams) -> HandlerResult<RunSpec> {
     let (tool, model, variant) = match p.retry_of {
         Some(run_id) => {
-            let run = s
-                .store
-                .read(move |c| runs::get(c, run_id))
-                .await
-                .map_err(store_error)?;
+            let run = s.store.read(move |c| runs::get(c, run_id)).await.map_err(store_error)?;
             if run.ticket_id != ticket.id {
                 return Err(invalid_params(format!(
                     "field `retryOf`: run {run_id} is not a run of ticket {}",

@@ -27,15 +27,11 @@ pub async fn handle(s: Arc<Session>, p: TicketRef) -> HandlerResult<StopResult> 
             let Some(run) = runs::active(c, Some(id))?.into_iter().next() else {
                 return Ok(None);
             };
-            c.execute(
-                "UPDATE runs SET stop_requested = 1 WHERE id = ?1",
-                params![run.id],
-            )?;
-            let group: (Option<i32>, Option<u64>) = c.query_row(
-                "SELECT pgid, child_start FROM runs WHERE id = ?1",
-                [run.id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
+            c.execute("UPDATE runs SET stop_requested = 1 WHERE id = ?1", params![run.id])?;
+            let group: (Option<i32>, Option<u64>) =
+                c.query_row("SELECT pgid, child_start FROM runs WHERE id = ?1", [run.id], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
             Ok(Some((run.id, group)))
         })
         .await
@@ -46,11 +42,7 @@ pub async fn handle(s: Arc<Session>, p: TicketRef) -> HandlerResult<StopResult> 
     stop_foreign_group(pgid, start, s.config.stop_grace).await;
     // Wait (briefly) for the owning sidecar to record the end.
     for _ in 0..100 {
-        let run = s
-            .store
-            .read(move |c| runs::get(c, run_id))
-            .await
-            .map_err(store_error)?;
+        let run = s.store.read(move |c| runs::get(c, run_id)).await.map_err(store_error)?;
         if run.status != RunStatus::Running && run.status != RunStatus::Queued {
             break;
         }

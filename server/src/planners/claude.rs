@@ -46,6 +46,7 @@
 use std::collections::HashSet;
 
 use planwire_protocol::{ErrorKind, EventBody, SubagentPhase, ToolStatus};
+use serde_json::json;
 use serde_json::Value;
 
 use super::ParsedEvent;
@@ -331,9 +332,7 @@ impl ClaudeParser {
                     if text.is_empty() {
                         continue;
                     }
-                    let body = EventBody::Reasoning {
-                        text: text.to_string(),
-                    };
+                    let body = EventBody::Reasoning { text: text.to_string() };
                     match (&mut self.pending, is_main) {
                         (Some(p), true) => p.events.push(body),
                         _ => out.push(ParsedEvent {
@@ -359,10 +358,7 @@ impl ClaudeParser {
                         },
                     });
                     if (name == "Agent" || name == "Task") && !id.is_empty() {
-                        let background = input
-                            .get("run_in_background")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(false);
+                        let background = input.get("run_in_background").and_then(Value::as_bool).unwrap_or(false);
                         self.start_subagent(&id, subagent_label(input), background, out);
                     }
                 }
@@ -373,13 +369,7 @@ impl ClaudeParser {
     }
 
     /// The CLI's synthetic `assistant` line for an API error: the run's one `error` event.
-    fn on_synthetic_error(
-        &mut self,
-        code: &str,
-        content: &[Value],
-        agent: Option<String>,
-        out: &mut Vec<ParsedEvent>,
-    ) {
+    fn on_synthetic_error(&mut self, code: &str, content: &[Value], agent: Option<String>, out: &mut Vec<ParsedEvent>) {
         let text = content
             .iter()
             .filter_map(|b| str_of(b, "text"))
@@ -407,10 +397,7 @@ impl ClaudeParser {
         }
         out.push(ParsedEvent {
             agent,
-            body: EventBody::Error {
-                error_kind,
-                message,
-            },
+            body: EventBody::Error { error_kind, message },
         });
     }
 
@@ -433,10 +420,7 @@ impl ClaudeParser {
             match str_of(block, "type") {
                 Some("tool_result") => {
                     let id = str_of(block, "tool_use_id").unwrap_or("").to_string();
-                    let is_error = block
-                        .get("is_error")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false);
+                    let is_error = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
                     let foreground = self.subagents.iter().any(|s| s.id == id && !s.background);
                     if foreground {
                         let status = if is_error { "error" } else { "completed" };
@@ -476,12 +460,7 @@ impl ClaudeParser {
         let errors = v
             .get("errors")
             .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            })
+            .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "))
             .filter(|s| !s.is_empty());
 
         if !is_error && self.final_text.is_empty() {
@@ -533,10 +512,7 @@ impl ClaudeParser {
             output_tokens: tokens("output_tokens"),
             cache_read_tokens: tokens("cache_read_input_tokens"),
             cache_write_tokens: tokens("cache_creation_input_tokens"),
-            cost_usd: v
-                .get("total_cost_usd")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
+            cost_usd: v.get("total_cost_usd").and_then(Value::as_f64).unwrap_or(0.0),
         }));
         true
     }
@@ -577,11 +553,7 @@ impl ClaudeParser {
             return;
         };
         for mut body in pending.events {
-            if let EventBody::Text {
-                text,
-                is_final: flag,
-            } = &mut body
-            {
+            if let EventBody::Text { text, is_final: flag } = &mut body {
                 *flag = is_final;
                 if is_final {
                     self.final_text.push(text.clone());
@@ -591,13 +563,7 @@ impl ClaudeParser {
         }
     }
 
-    fn start_subagent(
-        &mut self,
-        id: &str,
-        label: String,
-        background: bool,
-        out: &mut Vec<ParsedEvent>,
-    ) {
+    fn start_subagent(&mut self, id: &str, label: String, background: bool, out: &mut Vec<ParsedEvent>) {
         if self.ended_subagents.contains(id) || self.subagents.iter().any(|s| s.id == id) {
             return;
         }
@@ -639,12 +605,7 @@ impl ClaudeParser {
 /// given. A model or id that is empty, starts with `-` or holds control characters is left
 /// out (it could be read as a flag). The prompt must start with fixed preamble text (see
 /// `prompt.rs`), never with `-`; it is passed as one argument, never through a shell.
-pub fn argv(
-    model: Option<&str>,
-    resume: Option<&str>,
-    session_id: Option<&str>,
-    prompt: &str,
-) -> Vec<String> {
+pub fn argv(model: Option<&str>, resume: Option<&str>, session_id: Option<&str>, prompt: &str) -> Vec<String> {
     debug_assert!(
         !prompt.starts_with('-'),
         "a planner prompt must start with its fixed preamble, never with '-'"
@@ -815,9 +776,7 @@ pub fn classify(status: Option<i64>, codes: &[Option<&str>], text: &str) -> Erro
     }
     for code in codes.iter().flatten() {
         let kind = match *code {
-            "authentication_failed" | "authentication_error" | "permission_error" => {
-                ErrorKind::Auth
-            }
+            "authentication_failed" | "authentication_error" | "permission_error" => ErrorKind::Auth,
             "rate_limit" | "rate_limit_error" | "rate_limited" => ErrorKind::RateLimit,
             "overloaded" | "overloaded_error" => ErrorKind::Overloaded,
             "prompt_too_long" | "context_overflow" => ErrorKind::ContextOverflow,
@@ -848,6 +807,116 @@ pub fn classify(status: Option<i64>, codes: &[Option<&str>], text: &str) -> Erro
     } else {
         ErrorKind::Unknown
     }
+}
+
+/// The bidirectional ("SDK") mode: the prompt and our answers travel as stream-json on a
+/// stdin pipe, and the CLI asks before using AskUserQuestion, ExitPlanMode or any tool that
+/// writes or executes (`control_request` / `can_use_tool`). It is the only mode in which a
+/// question can reach the person mid-run. The prompt never appears in argv.
+pub fn interactive_argv(model: Option<&str>, resume: Option<&str>) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--permission-mode",
+        "plan",
+        "--permission-prompt-tool",
+        "stdio",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(model) = model.filter(|m| flag_value_ok(m)) {
+        args.extend(["--model".to_string(), model.to_string()]);
+    }
+    if let Some(resume) = resume.filter(|r| flag_value_ok(r)) {
+        args.extend(["--resume".to_string(), resume.to_string()]);
+    }
+    args
+}
+
+/// The first stdin lines of an interactive run: `initialize`, then the prompt as a user message.
+pub fn interactive_opening(prompt: &str) -> Vec<String> {
+    vec![
+        json!({"type": "control_request", "request_id": "req_init_1", "request": {"subtype": "initialize", "hooks": null}})
+            .to_string(),
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},
+               "parent_tool_use_id": null, "session_id": ""})
+        .to_string(),
+    ]
+}
+
+fn control_response(request_id: &str, response: Value) -> String {
+    json!({"type": "control_response", "response": {"subtype": "success", "request_id": request_id, "response": response}})
+        .to_string()
+}
+
+/// Answers a control request we do not support.
+pub fn control_error(request_id: &str, message: &str) -> String {
+    json!({"type": "control_response", "response": {"subtype": "error", "request_id": request_id, "error": message}})
+        .to_string()
+}
+
+/// Lets a tool call go ahead with `updated_input`.
+pub fn allow(request_id: &str, updated_input: Value) -> String {
+    control_response(request_id, json!({"behavior": "allow", "updatedInput": updated_input}))
+}
+
+/// Refuses a tool call; the model sees `message` as the tool's error result and goes on.
+pub fn deny(request_id: &str, message: &str) -> String {
+    control_response(
+        request_id,
+        json!({"behavior": "deny", "message": message, "interrupt": false}),
+    )
+}
+
+/// AskUserQuestion's `input.questions` as normalized question items.
+pub fn question_items(input: &Value) -> Option<Vec<planwire_protocol::QuestionItem>> {
+    let questions = input.get("questions")?.as_array()?;
+    let items: Vec<_> = questions
+        .iter()
+        .filter_map(|q| {
+            Some(planwire_protocol::QuestionItem {
+                header: q.get("header").and_then(Value::as_str).unwrap_or("Question").to_owned(),
+                question: q.get("question")?.as_str()?.to_owned(),
+                options: q
+                    .get("options")
+                    .and_then(Value::as_array)
+                    .map(|opts| {
+                        opts.iter()
+                            .filter_map(|o| {
+                                Some(planwire_protocol::QuestionOption {
+                                    label: o.get("label")?.as_str()?.to_owned(),
+                                    description: o.get("description").and_then(Value::as_str).map(str::to_owned),
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                multi_select: q.get("multiSelect").and_then(Value::as_bool).unwrap_or(false),
+                // Claude's own UI always offers "Other"; so do we.
+                allow_other: true,
+            })
+        })
+        .collect();
+    (!items.is_empty()).then_some(items)
+}
+
+/// The allow response for an answered AskUserQuestion: `updatedInput.answers` keyed by
+/// question text, as the CLI expects (see the `d_ask_sdk` recording).
+pub fn answer_questions(request_id: &str, input: &Value, answers: &[(String, String)]) -> String {
+    let mut updated = input.clone();
+    let map: serde_json::Map<String, Value> = answers
+        .iter()
+        .map(|(q, a)| (q.clone(), Value::String(a.clone())))
+        .collect();
+    if let Some(obj) = updated.as_object_mut() {
+        obj.insert("answers".into(), Value::Object(map));
+    }
+    allow(request_id, updated)
 }
 
 #[cfg(test)]
@@ -939,13 +1008,11 @@ mod tests {
                 let mut s = e.body.kind().to_string();
                 match &e.body {
                     EventBody::Text { is_final: true, .. } => s.push('!'),
-                    EventBody::Subagent { phase, .. } => {
-                        s.push_str(if *phase == SubagentPhase::Start {
-                            ":start"
-                        } else {
-                            ":end"
-                        })
-                    }
+                    EventBody::Subagent { phase, .. } => s.push_str(if *phase == SubagentPhase::Start {
+                        ":start"
+                    } else {
+                        ":end"
+                    }),
                     EventBody::Error { error_kind, .. } => {
                         s.push_str(&format!(":{error_kind:?}"));
                     }
@@ -996,10 +1063,7 @@ mod tests {
         let errors: Vec<_> = events
             .iter()
             .filter_map(|e| match &e.body {
-                EventBody::Error {
-                    error_kind,
-                    message,
-                } => Some((*error_kind, message.clone())),
+                EventBody::Error { error_kind, message } => Some((*error_kind, message.clone())),
                 _ => None,
             })
             .collect();
@@ -1051,34 +1115,21 @@ mod tests {
         let (p, events) = run("a_two_text_blocks");
         assert_eq!(
             shape(&events),
-            [
-                "session",
-                "text",
-                "toolCall",
-                "toolResult",
-                "text!",
-                "text!",
-                "usage"
-            ]
+            ["session", "text", "toolCall", "toolResult", "text!", "text!", "usage"]
         );
         assert_eq!(
             texts(&events),
             [
                 ("First text block of turn 1.".to_string(), false),
                 ("Block A of final turn.".to_string(), true),
-                (
-                    "Block B of final turn.\n<plan>\n1. x\n</plan>".to_string(),
-                    true
-                ),
+                ("Block B of final turn.\n<plan>\n1. x\n</plan>".to_string(), true),
             ]
         );
         assert_eq!(
             p.final_text(),
             "Block A of final turn.\n\nBlock B of final turn.\n<plan>\n1. x\n</plan>"
         );
-        assert!(p
-            .all_text()
-            .starts_with("First text block of turn 1.\n\nBlock A"));
+        assert!(p.all_text().starts_with("First text block of turn 1.\n\nBlock A"));
         assert_eq!(usage(&events), (200, 40, 0, 0, 0.002));
     }
 
@@ -1087,14 +1138,7 @@ mod tests {
         let (p, events) = run("b_tool");
         assert_eq!(
             shape(&events),
-            [
-                "session",
-                "text",
-                "toolCall",
-                "toolResult",
-                "text!",
-                "usage"
-            ]
+            ["session", "text", "toolCall", "toolResult", "text!", "usage"]
         );
         assert_eq!(
             events[2].body,
@@ -1154,9 +1198,7 @@ mod tests {
         let results: Vec<_> = events
             .iter()
             .filter_map(|e| match &e.body {
-                EventBody::ToolResult {
-                    call_id, status, ..
-                } => Some((call_id.as_str(), *status)),
+                EventBody::ToolResult { call_id, status, .. } => Some((call_id.as_str(), *status)),
                 _ => None,
             })
             .collect();
@@ -1237,10 +1279,7 @@ mod tests {
 
     #[test]
     fn c_subagent_partial_matches_c_subagent() {
-        assert_eq!(
-            shape(&run("c_subagent_partial").1),
-            shape(&run("c_subagent").1)
-        );
+        assert_eq!(shape(&run("c_subagent_partial").1), shape(&run("c_subagent").1));
     }
 
     #[test]
@@ -1324,14 +1363,7 @@ mod tests {
         let (p, events) = run("d_ask_sdk");
         assert_eq!(
             shape(&events),
-            [
-                "session",
-                "text",
-                "toolCall",
-                "toolResult",
-                "text!",
-                "usage"
-            ]
+            ["session", "text", "toolCall", "toolResult", "text!", "usage"]
         );
         let mut p = p;
         let requests = p.take_control_requests();
@@ -1357,14 +1389,7 @@ mod tests {
         let (mut p, events) = run("e_exitplan_sdk_deny");
         assert_eq!(
             shape(&events),
-            [
-                "session",
-                "text",
-                "toolCall",
-                "toolResult",
-                "text!",
-                "usage"
-            ]
+            ["session", "text", "toolCall", "toolResult", "text!", "usage"]
         );
         assert!(matches!(
             &events[3].body,
@@ -1374,10 +1399,7 @@ mod tests {
         let requests = p.take_control_requests();
         assert_eq!(requests.len(), 1);
         assert_eq!(requests[0].tool_name, "ExitPlanMode");
-        assert!(requests[0].input["plan"]
-            .as_str()
-            .unwrap()
-            .starts_with("# Plan"));
+        assert!(requests[0].input["plan"].as_str().unwrap().starts_with("# Plan"));
         assert_eq!(p.final_text(), "Final answer after ExitPlanMode.");
     }
 
@@ -1468,17 +1490,12 @@ mod tests {
     #[test]
     fn h_sigint_error_result_leaves_text_not_final() {
         let (p, events) = run("h_sigint");
-        assert_eq!(
-            shape(&events),
-            ["session", "text", "text", "error:Unknown", "usage"]
-        );
+        assert_eq!(shape(&events), ["session", "text", "text", "error:Unknown", "usage"]);
         let (_, message) = error_of(&events);
         assert!(message.starts_with("[ede_diagnostic]"), "{message}");
         assert!(p.is_error());
         assert_eq!(p.final_text(), "");
-        assert!(p
-            .all_text()
-            .starts_with("Thinking out loud first.\n\nHere is"));
+        assert!(p.all_text().starts_with("Thinking out loud first.\n\nHere is"));
     }
 
     #[test]
@@ -1498,9 +1515,7 @@ mod tests {
             let events = p.parse_line(line);
             assert_eq!(
                 events,
-                vec![ParsedEvent::main(EventBody::Raw {
-                    line: line.to_string()
-                })],
+                vec![ParsedEvent::main(EventBody::Raw { line: line.to_string() })],
                 "{line}"
             );
         }
@@ -1524,9 +1539,7 @@ mod tests {
 
     #[test]
     fn session_event_once_per_distinct_id() {
-        let init = |id: &str| {
-            format!(r#"{{"type":"system","subtype":"init","session_id":"{id}","tools":[]}}"#)
-        };
+        let init = |id: &str| format!(r#"{{"type":"system","subtype":"init","session_id":"{id}","tools":[]}}"#);
         let mut p = ClaudeParser::new();
         assert_eq!(p.parse_line(&init("a")).len(), 1);
         assert!(p.parse_line(&init("a")).is_empty());
@@ -1538,10 +1551,7 @@ mod tests {
     fn tool_summaries() {
         let long = "x".repeat(1000);
         let v = |s: &str| serde_json::from_str::<Value>(s).unwrap();
-        assert_eq!(
-            summarize_input(&v(r#"{"pattern":"fn main","path":"src"}"#)),
-            "fn main"
-        );
+        assert_eq!(summarize_input(&v(r#"{"pattern":"fn main","path":"src"}"#)), "fn main");
         assert_eq!(
             summarize_input(&v(r#"{"url":"https://example.com","prompt":"p"}"#)),
             "https://example.com"
@@ -1558,9 +1568,7 @@ mod tests {
         assert!(out.starts_with("one\n[image]\nxxx"));
         assert_eq!(out.chars().count(), OUTPUT_SUMMARY_MAX + 1);
         assert_eq!(
-            summarize_output(Some(&Value::String("é".repeat(600))))
-                .chars()
-                .count(),
+            summarize_output(Some(&Value::String("é".repeat(600)))).chars().count(),
             501
         );
     }
@@ -1571,18 +1579,9 @@ mod tests {
         assert_eq!(classify(Some(429), &[], "whatever"), RateLimit);
         assert_eq!(classify(Some(401), &[Some("server_error")], ""), Auth);
         assert_eq!(classify(None, &[Some("overloaded")], ""), Overloaded);
-        assert_eq!(
-            classify(Some(400), &[Some("prompt_too_long")], ""),
-            ContextOverflow
-        );
-        assert_eq!(
-            classify(None, &[None], "connect ECONNREFUSED 127.0.0.1"),
-            Network
-        );
-        assert_eq!(
-            classify(Some(500), &[Some("server_error")], "API Error: 500"),
-            Unknown
-        );
+        assert_eq!(classify(Some(400), &[Some("prompt_too_long")], ""), ContextOverflow);
+        assert_eq!(classify(None, &[None], "connect ECONNREFUSED 127.0.0.1"), Network);
+        assert_eq!(classify(Some(500), &[Some("server_error")], "API Error: 500"), Unknown);
         assert_eq!(status_from_text("API Error: 529 Overloaded."), Some(529));
         assert_eq!(status_from_text("API Error: Unable to connect"), None);
     }
@@ -1613,12 +1612,7 @@ mod tests {
         );
         // A value that looks like a flag is never passed.
         assert_eq!(
-            argv(
-                Some("--dangerously-skip-permissions"),
-                None,
-                None,
-                "Plan it"
-            ),
+            argv(Some("--dangerously-skip-permissions"), None, None, "Plan it"),
             with(&["Plan it"])
         );
     }

@@ -8,14 +8,22 @@ use std::time::Duration;
 use planwire_protocol::PlannerInfo;
 use rusqlite::{params, OptionalExtension};
 
-use super::{locate, Tool};
+use super::{locate, missing_requirement, Tool};
 use crate::config::Config;
 use crate::store::Store;
 
-/// The oldest version of each CLI whose stream format the adapter was checked against.
+/// The oldest version of each CLI the adapter accepts. The stream formats were recorded from
+/// Claude Code 2.1.197, OpenCode 1.18.33 and Codex 0.171.0 (`tests/realcli` pins those);
+/// older versions were not checked, so the floors are the major lines those formats belong
+/// to: OpenCode 1.x (`run --format json` with whole `part` events), Codex from 0.100
+/// (`exec --json` with `thread.*` / `item.*` events, `exec resume`, `-` for the prompt). The
+/// Codex feature switches are passed as `-c features.…=false`, which a Codex without that
+/// feature ignores (where `--disable` would fail with "Unknown feature flag").
 fn minimum(tool: Tool) -> Option<(u64, u64, u64)> {
     match tool {
         Tool::Claude => Some((2, 0, 0)),
+        Tool::OpenCode => Some((1, 0, 0)),
+        Tool::Codex => Some((0, 100, 0)),
         Tool::Script => None,
     }
 }
@@ -118,7 +126,8 @@ pub async fn detect(tool: Tool, config: &Config, store: Option<&Store>) -> Plann
             version.as_deref().unwrap_or("?")
         ))
     } else {
-        None
+        // Usable, but something it needs is missing (OpenCode without `rg`).
+        missing_requirement(tool).map(str::to_owned)
     };
     PlannerInfo {
         tool: tool.name().into(),
@@ -148,5 +157,9 @@ mod tests {
         assert_eq!(parse_version("codex-cli 0.171.0"), Some((0, 171, 0)));
         assert!(supported(Tool::Claude, Some("2.1.197 (Claude Code)")));
         assert!(!supported(Tool::Claude, Some("1.0.3 (Claude Code)")));
+        assert!(supported(Tool::OpenCode, Some("1.18.33")));
+        assert!(!supported(Tool::OpenCode, Some("0.15.8")));
+        assert!(supported(Tool::Codex, Some("codex-cli 0.171.0")));
+        assert!(!supported(Tool::Codex, Some("codex-cli 0.46.0")));
     }
 }

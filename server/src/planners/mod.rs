@@ -8,14 +8,16 @@
 //! An adapter knows a CLI's argv and line format and nothing else.
 
 pub mod claude;
+pub mod codex;
 pub mod detect;
+pub mod opencode;
 pub mod plan;
 pub mod prompt;
 pub mod script;
 
 use std::path::{Path, PathBuf};
 
-use planwire_protocol::EventBody;
+use planwire_protocol::{ErrorKind, EventBody};
 
 use crate::config::Config;
 
@@ -46,9 +48,34 @@ pub trait LineParser: Send + Sync {
     fn final_text(&self) -> String;
     /// The CLI's own error text, when it reported one.
     fn error_message(&self) -> Option<String>;
+    /// Requests the CLI made of us on its stdout (Claude's `control_request`), to answer on stdin.
+    fn take_control_requests(&mut self) -> Vec<claude::ControlRequest> {
+        Vec::new()
+    }
+    /// The CLI printed its final line (after which an open stdin is closed).
+    fn saw_result(&self) -> bool {
+        false
+    }
+    /// Why a run that exited 0 has no final answer, when the adapter can tell (from what it
+    /// parsed and the CLI's stderr tail); `None` when there is a final answer or nothing
+    /// better to say than the runner's generic "no plan" message.
+    fn explain_missing_answer(&self, _stderr_tail: &str) -> Option<String> {
+        None
+    }
+    /// True when the run failed because the provider session to resume does not exist
+    /// (the runner then starts fresh).
+    fn session_not_found(&self, _stderr_tail: &str) -> bool {
+        false
+    }
 }
 
 impl LineParser for claude::ClaudeParser {
+    fn take_control_requests(&mut self) -> Vec<claude::ControlRequest> {
+        claude::ClaudeParser::take_control_requests(self)
+    }
+    fn saw_result(&self) -> bool {
+        claude::ClaudeParser::saw_result(self)
+    }
     fn parse_line(&mut self, line: &str) -> Vec<ParsedEvent> {
         claude::ClaudeParser::parse_line(self, line)
     }
@@ -66,26 +93,35 @@ impl LineParser for claude::ClaudeParser {
     }
     fn error_message(&self) -> Option<String> {
         if self.is_error() {
-            claude::ClaudeParser::error_message(self)
-                .or_else(|| Some("the planner reported an error".into()))
+            claude::ClaudeParser::error_message(self).or_else(|| Some("the planner reported an error".into()))
         } else {
             None
         }
+    }
+    fn session_not_found(&self, _stderr_tail: &str) -> bool {
+        // An unknown `--resume` id: exit 1 with this error result.
+        self.is_error()
+            && claude::ClaudeParser::error_message(self)
+                .is_some_and(|m| m.starts_with("No conversation found with session ID"))
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tool {
     Claude,
+    OpenCode,
+    Codex,
     Script,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 2] = [Tool::Claude, Tool::Script];
+    pub const ALL: [Tool; 4] = [Tool::Claude, Tool::OpenCode, Tool::Codex, Tool::Script];
 
     pub fn parse(name: &str) -> Option<Tool> {
         match name {
             "claude" => Some(Tool::Claude),
+            "opencode" => Some(Tool::OpenCode),
+            "codex" => Some(Tool::Codex),
             "script" => Some(Tool::Script),
             _ => None,
         }
@@ -94,6 +130,8 @@ impl Tool {
     pub fn name(self) -> &'static str {
         match self {
             Tool::Claude => "claude",
+            Tool::OpenCode => "opencode",
+            Tool::Codex => "codex",
             Tool::Script => "script",
         }
     }
@@ -102,6 +140,8 @@ impl Tool {
     fn binary(self) -> &'static str {
         match self {
             Tool::Claude => "claude",
+            Tool::OpenCode => "opencode",
+            Tool::Codex => "codex",
             Tool::Script => "planwire",
         }
     }
@@ -110,6 +150,8 @@ impl Tool {
     pub fn install_hint(self) -> &'static str {
         match self {
             Tool::Claude => "install Claude Code: npm install -g @anthropic-ai/claude-code (or set initializationOptions.planners.claude.path)",
+            Tool::OpenCode => "install OpenCode: npm install -g opencode-ai, and put ripgrep (`rg`) on PATH: its grep and glob tools need it (or set initializationOptions.planners.opencode.path)",
+            Tool::Codex => "install Codex: npm install -g @openai/codex (or set initializationOptions.planners.codex.path)",
             Tool::Script => "the script planner is built in",
         }
     }
@@ -117,22 +159,55 @@ impl Tool {
     pub fn parser(self) -> Box<dyn LineParser> {
         match self {
             Tool::Claude | Tool::Script => Box::new(claude::ClaudeParser::new()),
+            Tool::OpenCode => Box::new(opencode::OpenCodeParser::new()),
+            Tool::Codex => Box::new(codex::CodexParser::new()),
         }
     }
 }
 
 /// Where a tool's binary is: the configured path, else the first match on `PATH`.
+///
+/// The npm packages of OpenCode and Codex put a launcher on `PATH`, not the CLI itself:
+/// Codex's `bin/codex.js` is a node script that spawns the native binary as a child (on
+/// Node < 22, without `process.execve`), so signals and the process group would go to node;
+/// OpenCode's `bin/opencode.exe` is a 500-byte shell placeholder when npm skipped the
+/// postinstall script that hard-links the native binary over it. When the file found (on
+/// `PATH` or configured) is not a native executable, the native binary of the platform
+/// package installed next to it is used instead ([`native_binary`]); when there is none, the
+/// launcher itself.
 pub fn locate(tool: Tool, config: &Config) -> Option<PathBuf> {
     if tool == Tool::Script {
         return std::env::current_exe().ok();
     }
-    if let Some(p) = config.planner_paths.get(tool.name()) {
-        return is_executable(p).then(|| p.clone());
+    let found = if let Some(p) = config.planner_paths.get(tool.name()) {
+        is_executable(p).then(|| p.clone())?
+    } else {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(tool.binary()))
+            .find(|p| is_executable(p))?
+    };
+    if matches!(tool, Tool::OpenCode | Tool::Codex) && !is_native(&found) {
+        if let Some(native) = native_binary(tool, &found) {
+            return Some(native);
+        }
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(tool.binary()))
-        .find(|p| is_executable(p))
+    Some(found)
+}
+
+/// What a found CLI still needs to work fully, when it is missing: OpenCode's `grep` and
+/// `glob` tools run `rg`, and without it on `PATH` they try to download ripgrep (and fail
+/// offline).
+pub fn missing_requirement(tool: Tool) -> Option<&'static str> {
+    if tool != Tool::OpenCode {
+        return None;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let has_rg = std::env::split_paths(&path).any(|dir| is_executable(&dir.join("rg")));
+    (!has_rg).then_some(
+        "ripgrep (`rg`) is not on PATH: OpenCode's grep and glob tools need it \
+         (install the ripgrep package)",
+    )
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -142,6 +217,109 @@ fn is_executable(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// True for an ELF or Mach-O file (false for a script, a placeholder or an unreadable file).
+fn is_native(p: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let read = std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut magic));
+    read.is_ok()
+        && matches!(
+            magic,
+            [0x7f, b'E', b'L', b'F'] | [0xcf, 0xfa, 0xed, 0xfe] | [0xce, 0xfa, 0xed, 0xfe] | [0xca, 0xfe, 0xba, 0xbe]
+        )
+}
+
+/// The native binary of an npm-installed OpenCode or Codex, from its launcher (a symlink in
+/// `node_modules/.bin` or the package's own `bin/` file). Candidates, like node's
+/// `require.resolve` from the main package: the platform package nested in the main
+/// package's `node_modules`, then in every `node_modules` above it (hoisted), then (Codex)
+/// the main package's own `vendor/`.
+///
+/// - Codex: `@openai/codex-<os>-<arch>/vendor/<target triple>/bin/codex`, for example
+///   `@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex`.
+/// - OpenCode: `opencode-<os>-<arch>/bin/opencode`, or `opencode-<os>-<arch>-baseline/…` (for
+///   an x86-64 CPU without AVX2, tried first there).
+pub fn native_binary(tool: Tool, launcher: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(launcher).ok()?;
+    // <root>/node_modules/<main package>/bin/<file>
+    let package = real.parent()?.parent()?;
+    let (os, arch) = npm_platform()?;
+    let rel: Vec<PathBuf> = match tool {
+        Tool::Codex => {
+            let triple = match (os, arch) {
+                ("linux", "x64") => "x86_64-unknown-linux-musl",
+                ("linux", "arm64") => "aarch64-unknown-linux-musl",
+                ("darwin", "x64") => "x86_64-apple-darwin",
+                ("darwin", "arm64") => "aarch64-apple-darwin",
+                _ => return None,
+            };
+            vec![PathBuf::from(format!(
+                "@openai/codex-{os}-{arch}/vendor/{triple}/bin/codex"
+            ))]
+        }
+        Tool::OpenCode => {
+            let main = PathBuf::from(format!("opencode-{os}-{arch}/bin/opencode"));
+            let baseline = PathBuf::from(format!("opencode-{os}-{arch}-baseline/bin/opencode"));
+            if arch == "x64" && !has_avx2() {
+                vec![baseline, main]
+            } else {
+                vec![main, baseline]
+            }
+        }
+        _ => return None,
+    };
+    let mut dirs = vec![package.join("node_modules")];
+    dirs.extend(
+        package
+            .ancestors()
+            .filter(|d| d.file_name().is_some_and(|n| n == "node_modules"))
+            .map(Path::to_path_buf),
+    );
+    for dir in &dirs {
+        for r in &rel {
+            let candidate = dir.join(r);
+            if is_executable(&candidate) && is_native(&candidate) {
+                return Some(candidate);
+            }
+        }
+    }
+    if tool == Tool::Codex {
+        if let Some(triple) = rel[0].iter().nth(3) {
+            let vendored = package.join("vendor").join(triple).join("bin/codex");
+            if is_executable(&vendored) && is_native(&vendored) {
+                return Some(vendored);
+            }
+        }
+    }
+    None
+}
+
+/// npm's names for this platform (`process.platform`, `process.arch`).
+fn npm_platform() -> Option<(&'static str, &'static str)> {
+    let os = match std::env::consts::OS {
+        "linux" => "linux",
+        "macos" => "darwin",
+        _ => return None,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        _ => return None,
+    };
+    Some((os, arch))
+}
+
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        true
+    }
+}
+
 /// What one run asks of its planner.
 pub struct Launch {
     /// Arguments after the program (the prompt included).
@@ -149,8 +327,11 @@ pub struct Launch {
     /// The same without the prompt text, as recorded on the run.
     pub recorded_args: Vec<String>,
     pub env: Vec<(String, String)>,
-    /// Written to the child's stdin, which is then closed (else stdin is /dev/null).
+    /// Written to the child's stdin (else stdin is /dev/null)…
     pub stdin: Option<String>,
+    /// …which is then closed, unless the CLI talks on it (Claude's stream-json input): then
+    /// it stays open for answers until the CLI's final `result` line.
+    pub keep_stdin_open: bool,
 }
 
 pub struct LaunchRequest<'a> {
@@ -160,32 +341,421 @@ pub struct LaunchRequest<'a> {
     pub resume: Option<&'a str>,
 }
 
+/// What some CLIs take beyond a [`LaunchRequest`]; see [`launch_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LaunchOptions<'a> {
+    /// The ticket's variant: OpenCode `--variant` (reasoning effort as the provider names
+    /// it); Codex `-c model_reasoning_effort=…`. Ignored by Claude Code.
+    pub variant: Option<&'a str>,
+    /// The ticket's title: OpenCode `--title`, which also saves it an extra model request
+    /// (the title generator). Without one, OpenCode gets a fixed title.
+    pub title: Option<&'a str>,
+}
+
 pub fn launch(tool: Tool, req: &LaunchRequest) -> Launch {
+    launch_with(tool, req, &LaunchOptions::default())
+}
+
+pub fn launch_with(tool: Tool, req: &LaunchRequest, opts: &LaunchOptions) -> Launch {
     match tool {
         Tool::Claude => {
-            let args = claude::argv(req.model, req.resume, None, req.prompt);
-            let mut recorded = args.clone();
-            recorded.pop();
-            recorded.push("<prompt>".into());
+            // Bidirectional mode: the prompt travels on stdin, never in argv.
+            let args = claude::interactive_argv(req.model, req.resume);
             Launch {
+                recorded_args: args.clone(),
                 args,
-                recorded_args: recorded,
-                env: claude::env()
-                    .into_iter()
-                    .map(|(k, v)| (k.to_owned(), v))
-                    .collect(),
-                stdin: None,
+                env: claude::env().into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+                stdin: Some(claude::interactive_opening(req.prompt).join("\n") + "\n"),
+                keep_stdin_open: true,
+            }
+        }
+        Tool::OpenCode => {
+            // The prompt goes on stdin (an argument with spaces arrives wrapped in quotes).
+            let args = opencode::argv(req.model, req.resume, opts.variant, opts.title);
+            let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
+            Launch {
+                recorded_args: args.clone(),
+                args,
+                env: opencode::env(inherited.as_deref()),
+                stdin: Some(req.prompt.to_owned()),
+                keep_stdin_open: false,
+            }
+        }
+        Tool::Codex => {
+            // `-` reads the prompt from stdin, which the runner closes after writing it.
+            let args = codex::argv(req.model, req.resume, opts.variant);
+            Launch {
+                recorded_args: args.clone(),
+                args,
+                env: codex::env(),
+                stdin: Some(req.prompt.to_owned()),
+                keep_stdin_open: false,
             }
         }
         Tool::Script => {
             let script = req.model.unwrap_or("demo").to_owned();
+            // A script recorded in Claude's bidirectional mode talks on stdin like Claude.
+            let interactive = script::is_interactive(&script);
             let args = vec!["replay".to_owned(), script];
             Launch {
                 recorded_args: args.clone(),
                 args,
                 env: Vec::new(),
-                stdin: None,
+                stdin: interactive.then(|| claude::interactive_opening(req.prompt).join("\n") + "\n"),
+                keep_stdin_open: interactive,
             }
         }
+    }
+}
+
+// Helpers shared by the OpenCode and Codex adapters.
+
+/// A value that can follow a flag: not empty, not starting with `-` (it would be read as a
+/// flag), no control characters.
+pub(crate) fn flag_value_ok(value: &str) -> bool {
+    !value.is_empty() && !value.starts_with('-') && !value.chars().any(char::is_control)
+}
+
+/// At most `max` characters, with an ellipsis when cut.
+pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+    }
+}
+
+/// A `raw` event for a line, cut at [`claude::RAW_LINE_MAX`] bytes.
+pub(crate) fn raw_event(line: &str) -> ParsedEvent {
+    let max = claude::RAW_LINE_MAX;
+    let line = if line.len() <= max {
+        line.to_string()
+    } else {
+        let mut cut = max;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}…", &line[..cut])
+    };
+    ParsedEvent::main(EventBody::Raw { line })
+}
+
+/// Text without ANSI escape sequences (CSI `ESC [ … final` and two-byte `ESC x`).
+pub(crate) fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        // `ESC [ … final byte`; any other escape drops the one character after ESC.
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The first HTTP error status in an error text: the three digits after `status`
+/// (`unexpected status 401 Unauthorized`, `last status: 429`) or `API Error:`.
+pub(crate) fn status_in_text(text: &str) -> Option<i64> {
+    let lower = text.to_ascii_lowercase();
+    for marker in ["status", "api error"] {
+        let mut from = 0;
+        while let Some(pos) = lower[from..].find(marker) {
+            let rest = &lower[from + pos + marker.len()..];
+            let rest = rest.trim_start_matches([':', ' ']);
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if digits.len() == 3 && (digits.starts_with('4') || digits.starts_with('5')) {
+                return digits.parse().ok();
+            }
+            from += pos + marker.len();
+        }
+    }
+    None
+}
+
+/// Classifies a model API error from its HTTP status, the provider's error code
+/// (`invalid_api_key`, `rate_limit_exceeded`, `context_length_exceeded`, …) and its text.
+pub(crate) fn classify_api_error(status: Option<i64>, code: Option<&str>, text: &str) -> ErrorKind {
+    match status {
+        Some(401 | 403) => return ErrorKind::Auth,
+        Some(413) => return ErrorKind::ContextOverflow,
+        Some(429) => return ErrorKind::RateLimit,
+        Some(503 | 529) => return ErrorKind::Overloaded,
+        _ => {}
+    }
+    let code = code.unwrap_or("").to_ascii_lowercase();
+    let t = format!("{code} {}", text.to_ascii_lowercase());
+    let has = |needles: &[&str]| needles.iter().any(|n| t.contains(n));
+    if has(&[
+        "context_length_exceeded",
+        "context window",
+        "maximum context length",
+        "context length",
+        "prompt is too long",
+        "prompt_too_long",
+        "too many tokens",
+    ]) {
+        ErrorKind::ContextOverflow
+    } else if has(&[
+        "invalid_api_key",
+        "invalid api key",
+        "incorrect api key",
+        "api key",
+        "unauthorized",
+        "authentication",
+        "missing environment variable",
+        "not logged in",
+        "login",
+    ]) {
+        ErrorKind::Auth
+    } else if has(&["rate limit", "rate_limit", "too many requests", "quota", "usage limit"]) {
+        ErrorKind::RateLimit
+    } else if has(&["overloaded", "high demand", "server is busy", "capacity"]) {
+        ErrorKind::Overloaded
+    } else if has(&[
+        "connection failed",
+        "connection refused",
+        "econnrefused",
+        "econnreset",
+        "enotfound",
+        "etimedout",
+        "error sending request",
+        "stream disconnected",
+        "unable to connect",
+        "fetch failed",
+        "socket hang up",
+        "network",
+        "dns error",
+        "timed out",
+    ]) {
+        ErrorKind::Network
+    } else {
+        ErrorKind::Unknown
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Compact views of event sequences for the adapters' tests.
+
+    use planwire_protocol::{ErrorKind, EventBody, SubagentPhase, ToolStatus};
+
+    use super::{LineParser, ParsedEvent};
+
+    pub fn feed(p: &mut dyn LineParser, text: &str) -> Vec<ParsedEvent> {
+        let mut events = Vec::new();
+        for line in text.lines() {
+            events.extend(p.parse_line(line));
+        }
+        events.extend(p.finish());
+        events
+    }
+
+    /// Kind, plus `!` for final text, `:start`/`:end`, `:Kind` for errors, `=status` for
+    /// tool results, `@agent`.
+    pub fn shape(events: &[ParsedEvent]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| {
+                let mut s = e.body.kind().to_string();
+                match &e.body {
+                    EventBody::Text { is_final: true, .. } => s.push('!'),
+                    EventBody::Subagent { phase, .. } => s.push_str(match phase {
+                        SubagentPhase::Start => ":start",
+                        SubagentPhase::End => ":end",
+                    }),
+                    EventBody::Error { error_kind, .. } => s.push_str(&format!(":{error_kind:?}")),
+                    EventBody::ToolResult { status, .. } => s.push_str(match status {
+                        ToolStatus::Completed => "=ok",
+                        ToolStatus::Error => "=err",
+                        ToolStatus::Running => "=running",
+                    }),
+                    _ => {}
+                }
+                if let Some(agent) = &e.agent {
+                    s.push('@');
+                    s.push_str(agent);
+                }
+                s
+            })
+            .collect()
+    }
+
+    pub fn texts(events: &[ParsedEvent]) -> Vec<(String, bool)> {
+        events
+            .iter()
+            .filter_map(|e| match &e.body {
+                EventBody::Text { text, is_final } => Some((text.clone(), *is_final)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every usage event: (input, output, cache read, cache write, cost).
+    pub fn usages(events: &[ParsedEvent]) -> Vec<(u64, u64, u64, u64, f64)> {
+        events
+            .iter()
+            .filter_map(|e| match e.body {
+                EventBody::Usage {
+                    input_tokens,
+                    output_tokens,
+                    cache_read_tokens,
+                    cache_write_tokens,
+                    cost_usd,
+                } => Some((
+                    input_tokens,
+                    output_tokens,
+                    cache_read_tokens,
+                    cache_write_tokens,
+                    cost_usd,
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn errors(events: &[ParsedEvent]) -> Vec<(ErrorKind, String)> {
+        events
+            .iter()
+            .filter_map(|e| match &e.body {
+                EventBody::Error { error_kind, message } => Some((*error_kind, message.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_round_trip() {
+        for tool in Tool::ALL {
+            assert_eq!(Tool::parse(tool.name()), Some(tool));
+        }
+        assert!(Tool::OpenCode.install_hint().contains("opencode-ai"));
+        assert!(Tool::OpenCode.install_hint().contains("rg"));
+        assert!(Tool::Codex.install_hint().contains("@openai/codex"));
+    }
+
+    #[test]
+    fn prompt_goes_on_stdin_for_opencode_and_codex() {
+        let prompt = "Plan the ticket below. --dangerously-skip-permissions";
+        let req = LaunchRequest {
+            prompt,
+            model: Some("p/m"),
+            resume: None,
+        };
+        for tool in [Tool::OpenCode, Tool::Codex] {
+            let l = launch(tool, &req);
+            assert_eq!(l.stdin.as_deref(), Some(prompt), "{tool:?}");
+            assert!(!l.args.iter().any(|a| a.contains("Plan the ticket")), "{tool:?}");
+            assert_eq!(l.args, l.recorded_args, "{tool:?}");
+        }
+    }
+
+    #[test]
+    fn ansi_is_stripped() {
+        assert_eq!(
+            strip_ansi("\u{1b}[93m\u{1b}[1m! \u{1b}[0mpermission requested"),
+            "! permission requested"
+        );
+        assert_eq!(strip_ansi("plain"), "plain");
+        assert_eq!(strip_ansi("cut \u{1b}["), "cut ");
+    }
+
+    #[test]
+    fn statuses_in_text() {
+        assert_eq!(status_in_text("unexpected status 401 Unauthorized: bad key"), Some(401));
+        assert_eq!(
+            status_in_text("exceeded retry limit, last status: 429 Too Many Requests"),
+            Some(429)
+        );
+        assert_eq!(status_in_text("API Error: 529 Overloaded"), Some(529));
+        assert_eq!(status_in_text("status: 200 fine"), None);
+        assert_eq!(status_in_text("Connection failed"), None);
+    }
+
+    #[test]
+    fn api_error_classes() {
+        use ErrorKind::*;
+        assert_eq!(classify_api_error(Some(401), None, ""), Auth);
+        assert_eq!(classify_api_error(Some(429), None, ""), RateLimit);
+        assert_eq!(classify_api_error(Some(529), None, ""), Overloaded);
+        assert_eq!(
+            classify_api_error(Some(400), Some("context_length_exceeded"), "x"),
+            ContextOverflow
+        );
+        assert_eq!(
+            classify_api_error(None, None, "Connection failed: error sending request"),
+            Network
+        );
+        assert_eq!(classify_api_error(Some(500), None, "The server had an error"), Unknown);
+        assert_eq!(
+            classify_api_error(None, None, "We’re currently experiencing high demand"),
+            Overloaded
+        );
+    }
+
+    fn write_exe(path: &Path, bytes: &[u8]) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn native_binary_is_found_next_to_the_npm_launcher() {
+        let Some((os, arch)) = npm_platform() else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let nm = dir.path().join("node_modules");
+        let elf = b"\x7fELF-not-really";
+
+        // Codex: .bin/codex -> ../@openai/codex/bin/codex.js (a node script).
+        let wrapper = nm.join("@openai/codex/bin/codex.js");
+        write_exe(&wrapper, b"#!/usr/bin/env node\n");
+        std::fs::create_dir_all(nm.join(".bin")).unwrap();
+        std::os::unix::fs::symlink("../@openai/codex/bin/codex.js", nm.join(".bin/codex")).unwrap();
+        assert!(!is_native(&nm.join(".bin/codex")));
+        assert_eq!(native_binary(Tool::Codex, &nm.join(".bin/codex")), None);
+        let triple = match (os, arch) {
+            ("linux", "x64") => "x86_64-unknown-linux-musl",
+            ("linux", "arm64") => "aarch64-unknown-linux-musl",
+            ("darwin", "x64") => "x86_64-apple-darwin",
+            _ => "aarch64-apple-darwin",
+        };
+        let native = nm.join(format!("@openai/codex-{os}-{arch}/vendor/{triple}/bin/codex"));
+        write_exe(&native, elf);
+        let found = native_binary(Tool::Codex, &nm.join(".bin/codex")).unwrap();
+        assert_eq!(found, std::fs::canonicalize(&native).unwrap());
+        assert!(is_native(&found));
+
+        // OpenCode: the placeholder left by a skipped postinstall.
+        let placeholder = nm.join("opencode-ai/bin/opencode.exe");
+        write_exe(
+            &placeholder,
+            b"echo \"Error: opencode-ai's postinstall script was not run.\" >&2\nexit 1\n",
+        );
+        let native = nm.join(format!("opencode-{os}-{arch}/bin/opencode"));
+        write_exe(&native, elf);
+        let baseline = nm.join(format!("opencode-{os}-{arch}-baseline/bin/opencode"));
+        write_exe(&baseline, elf);
+        let found = native_binary(Tool::OpenCode, &placeholder).unwrap();
+        let expected = if arch == "x64" && !has_avx2() {
+            &baseline
+        } else {
+            &native
+        };
+        assert_eq!(found, std::fs::canonicalize(expected).unwrap());
+        assert_eq!(native_binary(Tool::Claude, &placeholder), None);
     }
 }

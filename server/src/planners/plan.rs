@@ -208,13 +208,7 @@ fn text_field(value: Option<&Value>) -> Option<String> {
 fn description_field(value: Option<&Value>) -> Option<String> {
     match value? {
         Value::String(s) => Some(s.trim().to_string()),
-        Value::Array(items) => Some(
-            items
-                .iter()
-                .filter_map(item_text)
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
+        Value::Array(items) => Some(items.iter().filter_map(item_text).collect::<Vec<_>>().join("\n")),
         Value::Object(sections) => Some(
             sections
                 .iter()
@@ -260,9 +254,7 @@ mod tests {
 
     #[test]
     fn tagged_after_prose() {
-        let text = format!(
-            "I read the code. Here is the plan.\n\n<planwire-plan>\n{FULL}\n</planwire-plan>"
-        );
+        let text = format!("I read the code. Here is the plan.\n\n<planwire-plan>\n{FULL}\n</planwire-plan>");
         let plan = extract_plan(&text).unwrap();
         assert_eq!(plan.title, "Change greeting");
         assert!(plan.description.starts_with("## Context\nThe greeting"));
@@ -341,10 +333,7 @@ Some prose before the object { not json
 
     #[test]
     fn title_or_description_required() {
-        assert!(extract_plan(
-            r#"<planwire-plan>{"title": " ", "description": ""}</planwire-plan>"#
-        )
-        .is_none());
+        assert!(extract_plan(r#"<planwire-plan>{"title": " ", "description": ""}</planwire-plan>"#).is_none());
         assert!(extract_plan(r#"{"acceptanceCriteria": ["x"]}"#).is_none());
         let only_desc = extract_plan(r#"{"description": "Just do it"}"#).unwrap();
         assert_eq!(only_desc.title, "");
@@ -356,10 +345,7 @@ Some prose before the object { not json
         let text = r#"{"plan": {"title": "W", "description": {"Context": "c", "Steps": ["1. a", "2. b"]}}}"#;
         let plan = extract_plan(text).unwrap();
         assert_eq!(plan.title, "W");
-        assert_eq!(
-            plan.description,
-            "## Context\n\nc\n\n## Steps\n\n1. a\n2. b"
-        );
+        assert_eq!(plan.description, "## Context\n\nc\n\n## Steps\n\n1. a\n2. b");
     }
 
     #[test]
@@ -386,13 +372,9 @@ Some prose before the object { not json
     fn strip_removes_blocks_for_display() {
         let text = format!("Here is the plan.\n\n<planwire-plan>\n{FULL}\n</planwire-plan>\n");
         assert_eq!(strip_plan_block(&text), "Here is the plan.");
-        let two =
-            "A <planwire-plan>{}</planwire-plan>\n\n\n\nB <planwire-plan>{}</planwire-plan> C";
+        let two = "A <planwire-plan>{}</planwire-plan>\n\n\n\nB <planwire-plan>{}</planwire-plan> C";
         assert_eq!(strip_plan_block(two), "A\n\nB  C");
         assert_eq!(strip_plan_block("no block"), "no block");
-        assert_eq!(
-            strip_plan_block("before <planwire-plan>{\"title\":"),
-            "before"
-        );
+        assert_eq!(strip_plan_block("before <planwire-plan>{\"title\":"), "before");
     }
 }

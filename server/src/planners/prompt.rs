@@ -6,8 +6,7 @@
 //! a closing tag inside user text is neutralized so it cannot end the frame early.
 
 /// The first sentence of [`plan_prompt`].
-pub const PLAN_PREAMBLE: &str =
-    "You are planning a change to the software project in the current working directory.";
+pub const PLAN_PREAMBLE: &str = "You are planning a change to the software project in the current working directory.";
 
 /// The first sentence of [`continuation_prompt`].
 pub const CONTINUATION_PREAMBLE: &str =
@@ -85,11 +84,7 @@ fn answer_format() -> &'static str {
 /// User text inside a tag frame: closing tags of our frames are neutralized.
 fn quote(text: &str) -> String {
     let mut out = text.to_string();
-    for tag in [
-        "</ticket-title>",
-        "</ticket-description>",
-        "</user-feedback>",
-    ] {
+    for tag in ["</ticket-title>", "</ticket-description>", "</user-feedback>"] {
         // Case-insensitive: the model reads `</TICKET-TITLE>` the same way.
         loop {
             let lower = out.to_ascii_lowercase();
@@ -109,9 +104,7 @@ mod tests {
         let p = plan_prompt("Change the greeting", "Print Hi instead of hello.");
         assert!(p.starts_with(PLAN_PREAMBLE));
         assert!(p.contains("<ticket-title>\nChange the greeting\n</ticket-title>"));
-        assert!(
-            p.contains("<ticket-description>\nPrint Hi instead of hello.\n</ticket-description>")
-        );
+        assert!(p.contains("<ticket-description>\nPrint Hi instead of hello.\n</ticket-description>"));
         assert!(p.contains("read-only planning mode"));
         assert!(p.contains("Do not create, modify or delete any file"));
     }
@@ -151,9 +144,7 @@ mod tests {
         assert!(p.starts_with(PLAN_PREAMBLE));
         assert!(!p.starts_with('-'));
         assert!(p.contains(&format!("<ticket-title>\n{title}\n</ticket-title>")));
-        assert!(p.contains(&format!(
-            "<ticket-description>\n{description}\n</ticket-description>"
-        )));
+        assert!(p.contains(&format!("<ticket-description>\n{description}\n</ticket-description>")));
     }
 
     #[test]
@@ -180,9 +171,7 @@ mod tests {
     fn continuation_prompt_frames_changes_and_repeats_format() {
         let c = continuation_prompt("--model opus: use Hi there; also add a test");
         assert!(c.starts_with(CONTINUATION_PREAMBLE));
-        assert!(c.contains(
-            "<user-feedback>\n--model opus: use Hi there; also add a test\n</user-feedback>"
-        ));
+        assert!(c.contains("<user-feedback>\n--model opus: use Hi there; also add a test\n</user-feedback>"));
         assert!(c.contains("read-only planning mode"));
         assert!(c.contains("complete revised plan"));
         assert!(c.contains("<planwire-plan>") && c.contains("\"acceptanceCriteria\""));

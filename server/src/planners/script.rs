@@ -5,7 +5,15 @@
 //! A script is JSON lines, one directive each:
 //! `{"out": LINE, "delayMs": N}` prints LINE to stdout after N ms; `{"err": TEXT}` writes to
 //! stderr; `{"sleepMs": N}`; `{"spawn": [ARGV…]}` starts a grandchild (for kill tests);
-//! `{"exit": CODE}`. An optional first line `{"format": "claude"}` names the parser.
+//! `{"exit": CODE}`; `{"awaitStdin": TYPE}` reads stdin lines until one whose `type` is TYPE
+//! (e.g. `control_response`), copying each line to the file named by
+//! `PLANWIRE_REPLAY_STDIN_LOG` when set. An optional first line `{"format": "claude"}` names
+//! the parser; `"interactive": true` there makes planwire talk to the script on stdin, as to
+//! Claude Code in its bidirectional mode.
+//!
+//! For benchmarks, an `out` directive may also carry `"atMs": N` (print no earlier than N ms
+//! after the replay started, so a paced stream does not drift) and `"stamp": TOKEN` (every
+//! TOKEN in the line is replaced, as it is written, by CLOCK_MONOTONIC in nanoseconds).
 
 use std::io::Write;
 use std::time::Duration;
@@ -17,6 +25,8 @@ const BUILTIN: &[(&str, &str)] = &[
     ("slow", include_str!("../../scripts/slow.jsonl")),
     ("questions", include_str!("../../scripts/questions.jsonl")),
     ("fail", include_str!("../../scripts/fail.jsonl")),
+    ("ask", include_str!("../../scripts/ask.jsonl")),
+    ("exitplan", include_str!("../../scripts/exitplan.jsonl")),
 ];
 
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {
@@ -37,9 +47,37 @@ pub fn load(name_or_path: &str) -> Result<String, String> {
     })
 }
 
-/// Checks, before a run starts, that its script exists.
+/// The first line of a script. Reads only that line of a file: the sidecar calls this for
+/// every run, and a recorded stream may be hundreds of megabytes.
+fn first_line(name_or_path: &str) -> Option<String> {
+    use std::io::BufRead;
+    if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+        return text.lines().next().map(str::to_owned);
+    }
+    let file = std::fs::File::open(name_or_path).ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(file).read_line(&mut line).ok()?;
+    Some(line)
+}
+
+/// True when the script's first line asks for Claude's bidirectional stdin.
+pub fn is_interactive(name_or_path: &str) -> bool {
+    first_line(name_or_path)
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
+        .is_some_and(|v| v.get("interactive") == Some(&serde_json::Value::Bool(true)))
+}
+
+/// Checks, before a run starts, that its script exists and can be read (without reading it
+/// all into the sidecar's memory).
 pub fn check(name_or_path: &str) -> Result<(), String> {
-    load(name_or_path).map(|_| ())
+    if BUILTIN.iter().any(|(n, _)| *n == name_or_path) {
+        return Ok(());
+    }
+    match std::fs::File::open(name_or_path).and_then(|f| f.metadata()) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(format!("the script {name_or_path:?} is not a file")),
+        Err(_) => load(name_or_path).map(|_| ()),
+    }
 }
 
 #[derive(Deserialize)]
@@ -52,6 +90,51 @@ struct Directive {
     sleep_ms: Option<u64>,
     spawn: Option<Vec<String>>,
     exit: Option<i32>,
+    await_stdin: Option<String>,
+    at_ms: Option<u64>,
+    stamp: Option<String>,
+}
+
+/// CLOCK_MONOTONIC in nanoseconds, the same clock in every process of the machine.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: plain syscall writing into a local.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Reads stdin on a thread of its own, so everything planwire writes is logged (to the file
+/// named by `PLANWIRE_REPLAY_STDIN_LOG`, when set) even while the script is not waiting.
+fn stdin_lines() -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut log = std::env::var_os("PLANWIRE_REPLAY_STDIN_LOG")
+        .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
+            if let Some(f) = log.as_mut() {
+                let _ = writeln!(f, "{line}");
+                let _ = f.flush();
+            }
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits for a stdin line of JSON type `kind`; false at end of input.
+fn await_stdin(lines: &std::sync::mpsc::Receiver<String>, kind: &str) -> bool {
+    for line in lines.iter() {
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        if v.get("type").and_then(|t| t.as_str()) == Some(kind) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Runs a script in this process; returns the exit code.
@@ -65,11 +148,9 @@ pub fn replay(name_or_path: &str) -> i32 {
     };
     let mut stdout = std::io::stdout().lock();
     let mut children = Vec::new();
-    for (n, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
+    let stdin = stdin_lines();
+    let started = std::time::Instant::now();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let d: Directive = match serde_json::from_str(line) {
             Ok(d) => d,
             Err(e) => {
@@ -83,11 +164,14 @@ pub fn replay(name_or_path: &str) -> i32 {
         if let Some(ms) = d.sleep_ms {
             std::thread::sleep(Duration::from_millis(ms));
         }
-        if let Some(out) = d.out {
-            if writeln!(stdout, "{out}")
-                .and_then(|_| stdout.flush())
-                .is_err()
-            {
+        if let Some(at) = d.at_ms.map(Duration::from_millis) {
+            std::thread::sleep(at.saturating_sub(started.elapsed()));
+        }
+        if let Some(mut out) = d.out {
+            if let Some(token) = d.stamp.filter(|t| !t.is_empty()) {
+                out = out.replace(&token, &monotonic_ns().to_string());
+            }
+            if writeln!(stdout, "{out}").and_then(|_| stdout.flush()).is_err() {
                 return 141; // the reader is gone
             }
         }
@@ -95,12 +179,15 @@ pub fn replay(name_or_path: &str) -> i32 {
             eprintln!("{err}");
         }
         if let Some(argv) = d.spawn.filter(|a| !a.is_empty()) {
-            match std::process::Command::new(&argv[0])
-                .args(&argv[1..])
-                .spawn()
-            {
+            match std::process::Command::new(&argv[0]).args(&argv[1..]).spawn() {
                 Ok(child) => children.push(child),
                 Err(e) => eprintln!("planwire replay: cannot spawn {:?}: {e}", argv[0]),
+            }
+        }
+        if let Some(kind) = d.await_stdin {
+            if !await_stdin(&stdin, &kind) {
+                eprintln!("planwire replay: stdin ended while waiting for {kind}");
+                return 3;
             }
         }
         if let Some(code) = d.exit {
@@ -119,8 +206,7 @@ mod tests {
         for name in builtin_names() {
             let text = load(name).unwrap();
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                let _: Directive =
-                    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"));
+                let _: Directive = serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"));
             }
         }
         assert!(load("no-such-script").unwrap_err().contains("demo"));

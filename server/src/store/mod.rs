@@ -27,10 +27,7 @@ pub enum StoreError {
     #[error("database: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("cannot open the database at {path}: {source}")]
-    Open {
-        path: String,
-        source: std::io::Error,
-    },
+    Open { path: String, source: std::io::Error },
     #[error("the database thread is gone")]
     Gone,
     #[error("not found: {0}")]

@@ -2,9 +2,7 @@
 
 use std::collections::HashMap;
 
-use planwire_protocol::{
-    Answer, Question, QuestionId, QuestionItem, QuestionSource, QuestionStatus, TicketId,
-};
+use planwire_protocol::{Answer, Question, QuestionId, QuestionItem, QuestionSource, QuestionStatus, TicketId};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::{Result, StoreError};
@@ -52,11 +50,7 @@ pub fn get(conn: &Connection, id: QuestionId) -> Result<Question> {
 /// The CLI's id of the control request a live question waits on.
 pub fn request_id(conn: &Connection, id: QuestionId) -> Result<Option<String>> {
     Ok(conn
-        .query_row(
-            "SELECT request_id FROM questions WHERE id = ?1",
-            [id],
-            |r| r.get(0),
-        )
+        .query_row("SELECT request_id FROM questions WHERE id = ?1", [id], |r| r.get(0))
         .optional()?
         .flatten())
 }
@@ -75,10 +69,7 @@ pub fn open_for_ticket(conn: &Connection, ticket: TicketId) -> Result<Vec<Questi
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-pub fn open_by_ticket(
-    conn: &Connection,
-    root: Option<&str>,
-) -> Result<HashMap<TicketId, Vec<Question>>> {
+pub fn open_by_ticket(conn: &Connection, root: Option<&str>) -> Result<HashMap<TicketId, Vec<Question>>> {
     let mut stmt = conn.prepare_cached(
         "SELECT q.id, q.ticket_id, q.run_id, q.status, q.source, q.items_json FROM questions q
          JOIN tickets t ON t.id = q.ticket_id JOIN projects p ON p.id = t.project_id
@@ -93,12 +84,7 @@ pub fn open_by_ticket(
 }
 
 /// Settles an open or stale question; a second answer is a conflict.
-pub fn settle(
-    conn: &Connection,
-    id: QuestionId,
-    status: QuestionStatus,
-    answers: &[Answer],
-) -> Result<Question> {
+pub fn settle(conn: &Connection, id: QuestionId, status: QuestionStatus, answers: &[Answer]) -> Result<Question> {
     let json = serde_json::to_string(answers).expect("answers serialize");
     let changed = conn.execute(
         "UPDATE questions SET status = ?2, answer_json = ?3, answered_at = ?4
@@ -113,6 +99,15 @@ pub fn settle(
         )));
     }
     get(conn, id)
+}
+
+/// Undoes [`settle`] when what the answer was for could not start.
+pub fn reopen(conn: &Connection, id: QuestionId, status: QuestionStatus) -> Result<()> {
+    conn.execute(
+        "UPDATE questions SET status = ?2, answer_json = NULL, answered_at = NULL WHERE id = ?1",
+        params![id, status.as_str()],
+    )?;
+    Ok(())
 }
 
 /// Marks the open questions of a run stale (its process is gone); returns how many.

@@ -58,8 +58,7 @@ pub struct Leftover {
     pub child_start: Option<u64>,
 }
 
-const SELECT: &str =
-    "SELECT id, ticket_id, status, tool, model, variant, created_at, started_at, ended_at,
+const SELECT: &str = "SELECT id, ticket_id, status, tool, model, variant, created_at, started_at, ended_at,
     exit_code, signal, failure_code, failure_message, session_id, last_seq FROM runs";
 
 fn from_row(r: &Row) -> rusqlite::Result<Run> {
@@ -95,8 +94,7 @@ pub fn get(conn: &Connection, id: RunId) -> Result<Run> {
 
 /// Runs of a ticket, newest first.
 pub fn for_ticket(conn: &Connection, ticket: TicketId) -> Result<Vec<Run>> {
-    let mut stmt =
-        conn.prepare_cached(&format!("{SELECT} WHERE ticket_id = ?1 ORDER BY id DESC"))?;
+    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE ticket_id = ?1 ORDER BY id DESC"))?;
     let rows = stmt.query_map([ticket], from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -172,10 +170,7 @@ pub fn mark_started(conn: &Connection, run: RunId, child: &ChildInfo) -> Result<
         params![run, now(), child.pid, child.start, child.pgid, argv, child.cli_version],
     )?;
     log_event(conn, run, "started", None)?;
-    let ticket: TicketId =
-        conn.query_row("SELECT ticket_id FROM runs WHERE id = ?1", [run], |r| {
-            r.get(0)
-        })?;
+    let ticket: TicketId = conn.query_row("SELECT ticket_id FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
     tickets::set_status(conn, ticket, TicketStatus::Planning)
 }
 
@@ -218,11 +213,7 @@ pub fn finish(conn: &Connection, run: RunId, e: &Ending) -> Result<()> {
 
 /// The ticket status a run found before it started.
 pub fn prev_ticket_status(conn: &Connection, run: RunId) -> Result<TicketStatus> {
-    let s: String = conn.query_row(
-        "SELECT prev_ticket_status FROM runs WHERE id = ?1",
-        [run],
-        |r| r.get(0),
-    )?;
+    let s: String = conn.query_row("SELECT prev_ticket_status FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
     Ok(TicketStatus::parse(&s).unwrap_or(TicketStatus::Draft))
 }
 
@@ -268,9 +259,8 @@ fn interrupt(conn: &Connection, run: RunId, why: &str) -> Result<Leftover> {
 /// Interrupts every active run whose owner is gone. The caller kills the leftover groups.
 pub fn recover(conn: &Connection) -> Result<Vec<Leftover>> {
     let candidates: Vec<(RunId, Option<i32>, Option<u64>)> = {
-        let mut stmt = conn.prepare(
-            "SELECT id, owner_pid, owner_start FROM runs WHERE status IN ('queued', 'running')",
-        )?;
+        let mut stmt =
+            conn.prepare("SELECT id, owner_pid, owner_start FROM runs WHERE status IN ('queued', 'running')")?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
@@ -278,11 +268,7 @@ pub fn recover(conn: &Connection) -> Result<Vec<Leftover>> {
     for (run, pid, start) in candidates {
         let alive = matches!((pid, start), (Some(p), Some(s)) if same_process_alive(p, s));
         if !alive {
-            out.push(interrupt(
-                conn,
-                run,
-                "its planwire process exited while it was active",
-            )?);
+            out.push(interrupt(conn, run, "its planwire process exited while it was active")?);
         }
     }
     Ok(out)
@@ -312,10 +298,7 @@ mod tests {
         let (pid, start) = crate::util::self_identity();
         let me = Owner { pid, start };
         let (run, _) = create(&conn, &new_run(t), me).unwrap();
-        assert!(matches!(
-            create(&conn, &new_run(t), me),
-            Err(StoreError::Busy(_))
-        ));
+        assert!(matches!(create(&conn, &new_run(t), me), Err(StoreError::Busy(_))));
         assert_eq!(tickets::status(&conn, t).unwrap(), TicketStatus::Queued);
         // A dead owner does not block: its run is interrupted.
         conn.execute("UPDATE runs SET owner_start = 1 WHERE id = ?1", [run])

@@ -20,11 +20,7 @@ pub fn project_id(conn: &Connection, root: &str) -> Result<i64> {
         "INSERT INTO projects (root, created_at) VALUES (?1, ?2) ON CONFLICT(root) DO NOTHING",
         params![root, now()],
     )?;
-    Ok(
-        conn.query_row("SELECT id FROM projects WHERE root = ?1", [root], |r| {
-            r.get(0)
-        })?,
-    )
+    Ok(conn.query_row("SELECT id FROM projects WHERE root = ?1", [root], |r| r.get(0))?)
 }
 
 pub fn create(conn: &Connection, t: &NewTicket) -> Result<TicketId> {
@@ -46,8 +42,7 @@ pub fn create(conn: &Connection, t: &NewTicket) -> Result<TicketId> {
     Ok(id)
 }
 
-const SELECT: &str =
-    "SELECT t.id, p.root, t.title, t.description, t.status, t.tool, t.model, t.variant,
+const SELECT: &str = "SELECT t.id, p.root, t.title, t.description, t.status, t.tool, t.model, t.variant,
     t.created_at, t.updated_at, t.plan_json FROM tickets t JOIN projects p ON p.id = t.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Ticket> {
@@ -79,9 +74,7 @@ pub fn get(conn: &Connection, id: TicketId) -> Result<Ticket> {
 }
 
 pub fn list(conn: &Connection, root: Option<&str>) -> Result<Vec<Ticket>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT} WHERE (?1 IS NULL OR p.root = ?1) ORDER BY t.id"
-    ))?;
+    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE (?1 IS NULL OR p.root = ?1) ORDER BY t.id"))?;
     let mut tickets = stmt
         .query_map([root], from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -94,9 +87,7 @@ pub fn list(conn: &Connection, root: Option<&str>) -> Result<Vec<Ticket>> {
 
 pub fn status(conn: &Connection, id: TicketId) -> Result<TicketStatus> {
     let s: String = conn
-        .query_row("SELECT status FROM tickets WHERE id = ?1", [id], |r| {
-            r.get(0)
-        })
+        .query_row("SELECT status FROM tickets WHERE id = ?1", [id], |r| r.get(0))
         .optional()?
         .ok_or_else(|| StoreError::NotFound(format!("ticket {id}")))?;
     Ok(TicketStatus::parse(&s).unwrap_or(TicketStatus::Draft))
@@ -138,13 +129,7 @@ pub fn set_session(conn: &Connection, id: TicketId, tool: &str, session_id: &str
     Ok(())
 }
 
-pub fn add_message(
-    conn: &Connection,
-    ticket: TicketId,
-    run: Option<i64>,
-    kind: &str,
-    text: &str,
-) -> Result<i64> {
+pub fn add_message(conn: &Connection, ticket: TicketId, run: Option<i64>, kind: &str, text: &str) -> Result<i64> {
     conn.execute(
         "INSERT INTO messages (ticket_id, run_id, kind, text, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![ticket, run, kind, text, now()],
@@ -153,9 +138,8 @@ pub fn add_message(
 }
 
 pub fn messages(conn: &Connection, ticket: TicketId) -> Result<Vec<Message>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, kind, text, run_id, created_at FROM messages WHERE ticket_id = ?1 ORDER BY id",
-    )?;
+    let mut stmt = conn
+        .prepare_cached("SELECT id, kind, text, run_id, created_at FROM messages WHERE ticket_id = ?1 ORDER BY id")?;
     let rows = stmt.query_map([ticket], |r| {
         Ok(Message {
             id: r.get(0)?,

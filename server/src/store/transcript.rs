@@ -20,30 +20,19 @@ pub fn append(conn: &Connection, run: RunId, events: &[TranscriptEvent]) -> Resu
         let payload = serde_json::to_string(e).expect("an event serializes");
         stmt.execute(params![run, e.seq, e.agent_run_id, e.body.kind(), payload])?;
     }
-    conn.execute(
-        "UPDATE runs SET last_seq = ?2 WHERE id = ?1",
-        params![run, last.seq],
-    )?;
+    conn.execute("UPDATE runs SET last_seq = ?2 WHERE id = ?1", params![run, last.seq])?;
     Ok(())
 }
 
 /// Events with `seq > after`, at most `limit`, and the run's highest seq.
-pub fn page(
-    conn: &Connection,
-    run: RunId,
-    after: u64,
-    limit: u32,
-) -> Result<(Vec<TranscriptEvent>, u64)> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT payload FROM transcript WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-    )?;
+pub fn page(conn: &Connection, run: RunId, after: u64, limit: u32) -> Result<(Vec<TranscriptEvent>, u64)> {
+    let mut stmt =
+        conn.prepare_cached("SELECT payload FROM transcript WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")?;
     let events = stmt
         .query_map(params![run, after, limit], |r| r.get::<_, String>(0))?
         .filter_map(|p| p.ok().and_then(|p| serde_json::from_str(&p).ok()))
         .collect();
-    let last: u64 = conn.query_row("SELECT last_seq FROM runs WHERE id = ?1", [run], |r| {
-        r.get(0)
-    })?;
+    let last: u64 = conn.query_row("SELECT last_seq FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
     Ok((events, last))
 }
 

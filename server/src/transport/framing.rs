@@ -49,11 +49,7 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R) -> Result<Frame
                     reader.read_exact(&mut body).await?;
                     return Ok(Frame::Body(body));
                 }
-                None => {
-                    return Ok(Frame::Skipped(
-                        "a header block without Content-Length".into(),
-                    ))
-                }
+                None => return Ok(Frame::Skipped("a header block without Content-Length".into())),
             }
         }
         if let Some(value) = find_content_length(text) {
@@ -95,10 +91,15 @@ async fn read_header_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> io::Result
 }
 
 pub async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, body: &[u8]) -> io::Result<()> {
+    write_frame_unflushed(writer, body).await?;
+    writer.flush().await
+}
+
+/// Writes one frame without flushing: for a buffered writer that flushes once per burst.
+pub async fn write_frame_unflushed<W: AsyncWrite + Unpin>(writer: &mut W, body: &[u8]) -> io::Result<()> {
     let header = format!("Content-Length: {}\r\n\r\n", body.len());
     writer.write_all(header.as_bytes()).await?;
-    writer.write_all(body).await?;
-    writer.flush().await
+    writer.write_all(body).await
 }
 
 #[cfg(test)]

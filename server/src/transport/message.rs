@@ -74,10 +74,7 @@ impl Incoming {
                 Err(_) => {
                     return Err((
                         None,
-                        ResponseError::new(
-                            ErrorCode::InvalidRequest,
-                            "id must be a number or a string",
-                        ),
+                        ResponseError::new(ErrorCode::InvalidRequest, "id must be a number or a string"),
                     ))
                 }
             },
@@ -92,19 +89,15 @@ impl Incoming {
             )),
             (None, Some(id)) => {
                 let result = match obj.remove("error") {
-                    Some(err) => Err(serde_json::from_value(err).unwrap_or_else(|_| {
-                        ResponseError::new(ErrorCode::InternalError, "malformed error object")
-                    })),
+                    Some(err) => Err(serde_json::from_value(err)
+                        .unwrap_or_else(|_| ResponseError::new(ErrorCode::InternalError, "malformed error object"))),
                     None => Ok(obj.remove("result").unwrap_or(Value::Null)),
                 };
                 Ok(Incoming::Response { id, result })
             }
             (None, None) => Err((
                 None,
-                ResponseError::new(
-                    ErrorCode::InvalidRequest,
-                    "a message needs a method or an id",
-                ),
+                ResponseError::new(ErrorCode::InvalidRequest, "a message needs a method or an id"),
             )),
         }
     }
@@ -131,12 +124,8 @@ mod tests {
 
     #[test]
     fn classifies_messages() {
-        let req =
-            Incoming::from_value(json!({"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}))
-                .unwrap();
-        assert!(
-            matches!(req, Incoming::Request { id: RequestId::Int(1), ref method, .. } if method == "m")
-        );
+        let req = Incoming::from_value(json!({"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}})).unwrap();
+        assert!(matches!(req, Incoming::Request { id: RequestId::Int(1), ref method, .. } if method == "m"));
         let note = Incoming::from_value(json!({"jsonrpc":"2.0","method":"n"})).unwrap();
         assert!(matches!(note, Incoming::Notification { .. }));
         let resp = Incoming::from_value(json!({"jsonrpc":"2.0","id":"x","result":null})).unwrap();
@@ -147,10 +136,7 @@ mod tests {
                 result: Ok(Value::Null)
             }
         ));
-        let err = Incoming::from_value(
-            json!({"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}),
-        )
-        .unwrap();
+        let err = Incoming::from_value(json!({"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}})).unwrap();
         assert!(matches!(
             err,
             Incoming::Response {

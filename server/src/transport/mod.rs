@@ -4,6 +4,11 @@
 //! writes goes through one queue ([`Outbox`]), so it leaves in the order it was produced —
 //! a notification sent before a response always arrives before it. Responses to the
 //! server's own requests are matched by id in the reader and never reach the main loop.
+//!
+//! The queue is bounded in bytes ([`QUEUE_BYTES`]), not only in messages: a client that reads
+//! slowly makes senders wait instead of making the sidecar buffer without limit. The writer
+//! writes every frame that is already queued before it flushes, so a burst of notifications
+//! costs one flush, and a lone message still leaves at once.
 
 pub mod framing;
 pub mod message;
@@ -15,10 +20,15 @@ use std::sync::{Arc, Mutex};
 use planwire_protocol::ErrorCode;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
-use framing::{read_frame, write_frame, Frame, FrameError};
+use framing::{read_frame, write_frame_unflushed, Frame, FrameError};
+
+/// At most this many bytes of outgoing frames wait for the writer; a sender past it waits.
+/// A single larger frame still goes out (alone).
+pub const QUEUE_BYTES: usize = 4 * 1024 * 1024;
+
 pub use message::{Incoming, RequestId, ResponseError};
 
 /// What the reader hands to the main loop.
@@ -32,7 +42,8 @@ pub enum ReaderEvent {
 }
 
 enum Out {
-    Frame(Vec<u8>),
+    /// A frame body, and its share of [`QUEUE_BYTES`], given back once it is written.
+    Frame(Vec<u8>, OwnedSemaphorePermit),
     Flush(oneshot::Sender<()>),
 }
 
@@ -42,24 +53,46 @@ type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Respon
 #[derive(Clone)]
 pub struct Outbox {
     tx: mpsc::Sender<Out>,
+    budget: Arc<Semaphore>,
     pending: Pending,
     next_id: Arc<AtomicI64>,
+}
+
+/// A notification, serialized straight from its typed params (no `Value` in between: for a
+/// batch of transcript events that would copy every string once more).
+#[derive(Serialize)]
+struct Notification<'a, P> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: P,
 }
 
 impl Outbox {
     async fn send(&self, value: &Value) {
         match serde_json::to_vec(value) {
-            Ok(bytes) => {
-                // A closed writer means the client is gone; there is no one left to tell.
-                let _ = self.tx.send(Out::Frame(bytes)).await;
-            }
+            Ok(bytes) => self.send_bytes(bytes).await,
             Err(e) => tracing::error!("cannot serialize an outgoing message: {e}"),
         }
     }
 
+    async fn send_bytes(&self, bytes: Vec<u8>) {
+        let share = bytes.len().clamp(1, QUEUE_BYTES) as u32;
+        // A closed semaphore or writer means the client is gone; there is no one left to tell.
+        if let Ok(permit) = self.budget.clone().acquire_many_owned(share).await {
+            let _ = self.tx.send(Out::Frame(bytes, permit)).await;
+        }
+    }
+
     pub async fn notify(&self, method: &str, params: impl Serialize) {
-        let params = serde_json::to_value(params).unwrap_or(Value::Null);
-        self.send(&message::notification(method, &params)).await;
+        let note = Notification {
+            jsonrpc: "2.0",
+            method,
+            params,
+        };
+        match serde_json::to_vec(&note) {
+            Ok(bytes) => self.send_bytes(bytes).await,
+            Err(e) => tracing::error!("cannot serialize a {method} notification: {e}"),
+        }
     }
 
     pub async fn respond(&self, id: Option<&RequestId>, result: Result<Value, ResponseError>) {
@@ -67,28 +100,14 @@ impl Outbox {
     }
 
     /// Sends a server → client request and waits for its response.
-    pub async fn request(
-        &self,
-        method: &str,
-        params: impl Serialize,
-    ) -> Result<Value, ResponseError> {
-        let id = RequestId::Str(format!(
-            "planwire-{}",
-            self.next_id.fetch_add(1, Ordering::Relaxed)
-        ));
+    pub async fn request(&self, method: &str, params: impl Serialize) -> Result<Value, ResponseError> {
+        let id = RequestId::Str(format!("planwire-{}", self.next_id.fetch_add(1, Ordering::Relaxed)));
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .expect("pending map")
-            .insert(id.clone(), tx);
+        self.pending.lock().expect("pending map").insert(id.clone(), tx);
         let params = serde_json::to_value(params).unwrap_or(Value::Null);
         self.send(&message::request(&id, method, &params)).await;
-        rx.await.unwrap_or_else(|_| {
-            Err(ResponseError::new(
-                ErrorCode::InternalError,
-                "connection closed",
-            ))
-        })
+        rx.await
+            .unwrap_or_else(|_| Err(ResponseError::new(ErrorCode::InternalError, "connection closed")))
     }
 
     /// Waits until everything queued so far has been written.
@@ -109,6 +128,7 @@ where
     let (out_tx, out_rx) = mpsc::channel(1024);
     let outbox = Outbox {
         tx: out_tx,
+        budget: Arc::new(Semaphore::new(QUEUE_BYTES)),
         pending: Arc::default(),
         next_id: Arc::new(AtomicI64::new(1)),
     };
@@ -118,27 +138,38 @@ where
     (outbox, in_rx)
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receiver<Out>) {
-    while let Some(out) = rx.recv().await {
-        match out {
-            Out::Frame(bytes) => {
-                if let Err(e) = write_frame(&mut writer, &bytes).await {
-                    tracing::warn!("cannot write to the client: {e}");
-                    return;
+async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::Receiver<Out>) {
+    let mut writer = BufWriter::with_capacity(64 * 1024, writer);
+    while let Some(first) = rx.recv().await {
+        // Everything already queued goes out before one flush.
+        let mut next = Some(first);
+        while let Some(out) = next.take() {
+            let written = match out {
+                Out::Frame(bytes, permit) => {
+                    let r = write_frame_unflushed(&mut writer, &bytes).await;
+                    drop(permit);
+                    r
                 }
+                Out::Flush(done) => {
+                    let r = writer.flush().await;
+                    let _ = done.send(());
+                    r
+                }
+            };
+            if let Err(e) = written {
+                tracing::warn!("cannot write to the client: {e}");
+                return;
             }
-            Out::Flush(done) => {
-                let _ = done.send(());
-            }
+            next = rx.try_recv().ok();
+        }
+        if let Err(e) = writer.flush().await {
+            tracing::warn!("cannot write to the client: {e}");
+            return;
         }
     }
 }
 
-async fn read_loop<R: AsyncBufRead + Unpin>(
-    mut reader: R,
-    tx: mpsc::Sender<ReaderEvent>,
-    outbox: Outbox,
-) {
+async fn read_loop<R: AsyncBufRead + Unpin>(mut reader: R, tx: mpsc::Sender<ReaderEvent>, outbox: Outbox) {
     let clean = loop {
         let body = match read_frame(&mut reader).await {
             Ok(Frame::Body(body)) => body,

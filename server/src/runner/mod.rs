@@ -6,28 +6,33 @@
 //! has seen is on disk. The run ends in exactly one recorded way: completed, failed (with a
 //! code), or cancelled; a sidecar that dies leaves it to the next one to mark interrupted.
 
+mod live;
+mod outcome;
+
+pub(crate) use live::answer_pairs;
+pub use outcome::plan_markdown;
+
 use std::collections::HashMap;
-use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use planwire_protocol::{
-    AgentRunId, ErrorCode, EventBody, Failure, Plan, QuestionItem, QuestionParams, QuestionSource,
-    RunChangedParams, RunId, RunStatus, SubagentPhase, Ticket, TicketChangedParams, TicketId,
-    TicketStatus, TranscriptEvent, TranscriptParams,
+    AgentRunId, ErrorCode, EventBody, QuestionId, QuestionParams, RunChangedParams, RunId, SubagentPhase, Ticket,
+    TicketChangedParams, TicketId, TranscriptEvent, TranscriptParams,
 };
+use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::planners::{
-    self, plan::extract_plan, script, LaunchRequest, LineParser, ParsedEvent, Tool,
-};
+use crate::planners::claude::ControlRequest;
+use crate::planners::{self, script, LaunchOptions, LaunchRequest, LineParser, ParsedEvent, Tool};
 use crate::progress::Progress;
-use crate::session::{RunHandle, Session};
-use crate::store::{questions, runs, tickets, transcript, StoreError};
+use crate::session::{LiveAnswer, RunHandle, Session};
+use crate::store::{runs, tickets, transcript, StoreError};
 use crate::supervisor::{self, OutputLine, SpawnSpec, Supervised};
 use crate::transport::ResponseError;
 use crate::util::now;
+use outcome::{decide, failed_ending, record_end, Facts, How, Settle};
 
 /// Flush the batch at least this often…
 const FLUSH_EVERY: Duration = Duration::from_millis(50);
@@ -46,9 +51,7 @@ pub struct RunSpec {
 
 pub fn store_error(e: StoreError) -> ResponseError {
     match e {
-        StoreError::NotFound(what) => {
-            ResponseError::new(ErrorCode::NotFound, format!("{what} does not exist"))
-        }
+        StoreError::NotFound(what) => ResponseError::new(ErrorCode::NotFound, format!("{what} does not exist")),
         StoreError::Busy(t) => ResponseError::new(
             ErrorCode::TicketBusy,
             format!("ticket {t} is already being planned; stop it first"),
@@ -63,38 +66,30 @@ fn unavailable(message: String) -> ResponseError {
 }
 
 /// Creates a run for the ticket and starts its planner. Returns once the process runs.
-pub async fn start(
-    s: &Arc<Session>,
-    ticket: &Ticket,
-    spec: RunSpec,
-) -> Result<RunId, ResponseError> {
+pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<RunId, ResponseError> {
     let tool = spec.tool;
     let root = std::path::PathBuf::from(&ticket.root);
     if !root.is_dir() {
         return Err(ResponseError::new(
             ErrorCode::ProjectUnavailable,
-            format!(
-                "the ticket's root {} is not an existing directory",
-                ticket.root
-            ),
+            format!("the ticket's root {} is not an existing directory", ticket.root),
         ));
     }
-    let program = planners::locate(tool, &s.config).ok_or_else(|| {
-        unavailable(format!(
-            "{} was not found: {}",
-            tool.name(),
-            tool.install_hint()
-        ))
-    })?;
+    let program = planners::locate(tool, &s.config)
+        .ok_or_else(|| unavailable(format!("{} was not found: {}", tool.name(), tool.install_hint())))?;
     if tool == Tool::Script {
         script::check(spec.model.as_deref().unwrap_or("demo")).map_err(unavailable)?;
     }
-    let launch = planners::launch(
+    let launch = planners::launch_with(
         tool,
         &LaunchRequest {
             prompt: &spec.prompt,
             model: spec.model.as_deref(),
             resume: spec.resume.as_deref(),
+        },
+        &LaunchOptions {
+            variant: spec.variant.as_deref(),
+            title: Some(&ticket.title),
         },
     );
     let new = runs::NewRun {
@@ -126,33 +121,30 @@ pub async fn start(
         stdin_pipe: launch.stdin.is_some(),
     })
     .await;
+    let mut stdin = None;
     let child = match child {
         Ok(mut c) => {
-            if let (Some(text), Some(mut stdin)) = (launch.stdin, c.stdin.take()) {
-                // Write the prompt and close stdin: an open pipe makes the CLIs wait forever.
-                tokio::spawn(async move {
-                    use tokio::io::AsyncWriteExt;
-                    let _ = stdin.write_all(text.as_bytes()).await;
-                    let _ = stdin.shutdown().await;
-                });
+            if let (Some(text), Some(mut pipe)) = (launch.stdin, c.stdin.take()) {
+                use tokio::io::AsyncWriteExt;
+                if launch.keep_stdin_open {
+                    // The opening lines are small: written here, the pipe stays for answers.
+                    let _ = pipe.write_all(text.as_bytes()).await;
+                    let _ = pipe.flush().await;
+                    stdin = Some(pipe);
+                } else {
+                    // Write the prompt and close stdin: an open pipe makes the CLIs wait forever.
+                    tokio::spawn(async move {
+                        let _ = pipe.write_all(text.as_bytes()).await;
+                        let _ = pipe.shutdown().await;
+                    });
+                }
             }
             c
         }
         Err(e) => {
-            let message = format!(
-                "cannot start {}: {e}. {}",
-                program.display(),
-                tool.install_hint()
-            );
+            let message = format!("cannot start {}: {e}. {}", program.display(), tool.install_hint());
             let ending = failed_ending("spawn_failed", message.clone(), None, None);
-            record_end(
-                s,
-                ticket.id,
-                run_id,
-                ending,
-                Settle::Failed(message.clone()),
-            )
-            .await;
+            record_end(s, ticket.id, run_id, ending, Settle::Failed(message.clone())).await;
             return Err(unavailable(message));
         }
     };
@@ -171,11 +163,13 @@ pub async fn start(
         .await
         .map_err(store_error)?;
     let (stop_tx, stop_rx) = mpsc::channel(8);
+    let (answer_tx, answer_rx) = mpsc::channel(8);
     s.register(
         run_id,
         RunHandle {
             ticket_id: ticket.id,
             stop: stop_tx,
+            answers: answer_tx,
         },
     );
     notify_changed(s, ticket.id, run_id).await;
@@ -193,8 +187,12 @@ pub async fn start(
         first_output_ms: None,
         first_final_ms: None,
         progress,
+        stdin,
+        live: HashMap::new(),
+        plan_candidate: None,
+        ticket_title: ticket.title.clone(),
     };
-    tokio::spawn(driver.drive(child, stop_rx));
+    tokio::spawn(driver.drive(child, stop_rx, answer_rx));
     Ok(run_id)
 }
 
@@ -204,12 +202,6 @@ fn cached_version(s: &Session, tool: Tool) -> Option<String> {
         .iter()
         .find(|p| p.tool == tool.name())
         .and_then(|p| p.version.clone())
-}
-
-enum How {
-    Exited(Option<ExitStatus>),
-    Stopped(Option<ExitStatus>),
-    TimedOut(&'static str, Option<ExitStatus>),
 }
 
 struct Driver {
@@ -225,6 +217,13 @@ struct Driver {
     first_output_ms: Option<i64>,
     first_final_ms: Option<i64>,
     progress: Progress,
+    /// Claude's stream-json input, open until its final `result` line.
+    stdin: Option<ChildStdin>,
+    /// Live questions the CLI is waiting on, by question id.
+    live: HashMap<QuestionId, ControlRequest>,
+    /// A plan the agent offered through ExitPlanMode (which planwire always denies).
+    plan_candidate: Option<String>,
+    ticket_title: String,
 }
 
 impl Driver {
@@ -232,27 +231,50 @@ impl Driver {
         mut self,
         mut child: Supervised,
         mut stop_rx: mpsc::Receiver<oneshot::Sender<()>>,
+        mut answer_rx: mpsc::Receiver<LiveAnswer>,
     ) {
         let config = self.s.config.clone();
         let hard = tokio::time::sleep(config.hard_timeout);
         let idle = tokio::time::sleep(config.idle_timeout);
-        tokio::pin!(hard, idle);
+        let asked = tokio::time::sleep(config.question_timeout);
+        tokio::pin!(hard, idle, asked);
         let mut tick = tokio::time::interval(FLUSH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut waiters = Vec::new();
         let mut output = std::mem::replace(&mut child.output, mpsc::channel(1).1);
         let mut eof = false;
+        // While the person is asked, the idle and hard limits pause and the question's own runs.
+        let mut waiting_since: Option<tokio::time::Instant> = None;
         enum Step {
             Stop(oneshot::Sender<()>),
             Timeout(&'static str),
             Exited(Option<ExitStatus>),
         }
         let step = loop {
+            let waiting = !self.live.is_empty();
+            match (waiting, waiting_since) {
+                (true, None) => {
+                    let now = tokio::time::Instant::now();
+                    waiting_since = Some(now);
+                    asked.as_mut().reset(now + config.question_timeout);
+                }
+                (false, Some(since)) => {
+                    let now = tokio::time::Instant::now();
+                    let paused = now - since;
+                    let hard_at = hard.deadline() + paused;
+                    hard.as_mut().reset(hard_at);
+                    idle.as_mut().reset(now + config.idle_timeout);
+                    waiting_since = None;
+                }
+                _ => {}
+            }
             tokio::select! {
                 biased;
                 Some(reply) = stop_rx.recv() => break Step::Stop(reply),
-                _ = &mut hard => break Step::Timeout("hard_timeout"),
-                _ = &mut idle => break Step::Timeout("idle_timeout"),
+                _ = &mut hard, if !waiting => break Step::Timeout("hard_timeout"),
+                _ = &mut idle, if !waiting => break Step::Timeout("idle_timeout"),
+                _ = &mut asked, if waiting => break Step::Timeout("question_timeout"),
+                Some(answer) = answer_rx.recv() => self.on_answer(answer).await,
                 line = output.recv(), if !eof => match line {
                     Some(line) => {
                         idle.as_mut().reset(tokio::time::Instant::now() + config.idle_timeout);
@@ -282,14 +304,18 @@ impl Driver {
         let tail = child.stderr_tail().await;
         // Lines already written before a stop or timeout are kept too: the group is gone,
         // so the pipe reaches its end at once.
-        while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(2), output.recv()).await
-        {
+        while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(2), output.recv()).await {
             self.on_line(line).await;
         }
         for ev in self.parser.finish() {
             self.push(ev).await;
         }
         self.flush().await;
+        self.stdin = None;
+        answer_rx.close();
+        while let Some(late) = answer_rx.recv().await {
+            let _ = late.done.send(Err("the run has ended".into()));
+        }
         self.finish(how, &tail).await;
         stop_rx.close();
         while let Some(reply) = stop_rx.recv().await {
@@ -312,12 +338,16 @@ impl Driver {
                 for ev in self.parser.parse_line(&text) {
                     self.push(ev).await;
                 }
+                for request in self.parser.take_control_requests() {
+                    self.on_control_request(request).await;
+                }
+                if self.parser.saw_result() && self.stdin.is_some() {
+                    // Claude's stream-json input ends after the final result: close it so it exits.
+                    self.stdin = None;
+                }
             }
             OutputLine::Truncated { head, len } => {
-                let line = format!(
-                    "{}… [truncated: the line was {len} bytes]",
-                    truncate(&head, 64 * 1024)
-                );
+                let line = format!("{}… [truncated: the line was {len} bytes]", truncate(&head, 64 * 1024));
                 self.push(ParsedEvent::main(EventBody::Raw { line })).await;
             }
         }
@@ -329,15 +359,11 @@ impl Driver {
             None => None,
         };
         match &ev.body {
-            EventBody::Session {
-                provider_session_id,
-            } => self.remember_session(provider_session_id).await,
+            EventBody::Session { provider_session_id } => self.remember_session(provider_session_id).await,
             EventBody::Text { is_final: true, .. } if self.first_final_ms.is_none() => {
                 self.first_final_ms = Some(self.elapsed_ms());
             }
-            EventBody::ToolCall { name, input, .. } => {
-                self.progress.report(format!("{name} {input}"))
-            }
+            EventBody::ToolCall { name, input, .. } => self.progress.report(format!("{name} {input}")),
             EventBody::Subagent {
                 phase: SubagentPhase::End,
                 status,
@@ -385,12 +411,7 @@ impl Driver {
     }
 
     async fn remember_session(&self, session_id: &str) {
-        let (run, ticket, tool, id) = (
-            self.run_id,
-            self.ticket_id,
-            self.tool.name(),
-            session_id.to_owned(),
-        );
+        let (run, ticket, tool, id) = (self.run_id, self.ticket_id, self.tool.name(), session_id.to_owned());
         let result = self
             .s
             .store
@@ -412,12 +433,7 @@ impl Driver {
         let events = std::mem::take(&mut self.pending);
         let run = self.run_id;
         let stored = events.clone();
-        if let Err(e) = self
-            .s
-            .store
-            .write(move |c| transcript::append(c, run, &stored))
-            .await
-        {
+        if let Err(e) = self.s.store.write(move |c| transcript::append(c, run, &stored)).await {
             tracing::error!("run {run}: cannot store {} events: {e}", events.len());
             return;
         }
@@ -434,16 +450,16 @@ impl Driver {
         let stop_requested: bool = self
             .s
             .store
-            .read(move |c| {
-                Ok(c.query_row(
-                    "SELECT stop_requested FROM runs WHERE id = ?1",
-                    [run],
-                    |r| r.get(0),
-                )?)
-            })
+            .read(move |c| Ok(c.query_row("SELECT stop_requested FROM runs WHERE id = ?1", [run], |r| r.get(0))?))
             .await
             .unwrap_or(false);
-        let (mut ending, settle) = decide(how, stop_requested, self.parser.as_ref(), stderr_tail);
+        let facts = Facts {
+            stop_requested,
+            stderr: stderr_tail,
+            plan_candidate: self.plan_candidate.as_deref(),
+            ticket_title: &self.ticket_title,
+        };
+        let (mut ending, settle) = decide(how, self.parser.as_ref(), &facts);
         ending.session_id = self.parser.session_id();
         ending.first_output_ms = self.first_output_ms;
         ending.first_final_ms = self.first_final_ms;
@@ -479,205 +495,15 @@ fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// How the ticket settles after a run.
-enum Settle {
-    Planned { plan: Plan, update: String },
-    Failed(String),
-    Stopped,
-}
-
-fn failed_ending(
-    code: &str,
-    message: String,
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-) -> runs::Ending {
-    runs::Ending {
-        status: RunStatus::Failed,
-        exit_code,
-        signal,
-        failure: Some(Failure {
-            code: code.into(),
-            message,
-        }),
-        stderr_tail: None,
-        session_id: None,
-        first_output_ms: None,
-        first_final_ms: None,
-        total_ms: None,
-    }
-}
-
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-fn decide(
-    how: How,
-    stop_requested: bool,
-    parser: &dyn LineParser,
-    stderr: &str,
-) -> (runs::Ending, Settle) {
-    let status_parts =
-        |s: Option<ExitStatus>| (s.and_then(|s| s.code()), s.and_then(|s| s.signal()));
-    let tail = (!stderr.is_empty()).then(|| stderr.to_owned());
-    let (mut ending, settle) = match how {
-        How::Stopped(st) => {
-            let (code, signal) = status_parts(st);
-            let mut e = failed_ending("stopped", String::new(), code, signal);
-            e.status = RunStatus::Cancelled;
-            e.failure = None;
-            (e, Settle::Stopped)
+/// Sends `ticketChanged` with the stored ticket.
+pub async fn notify_ticket(s: &Session, ticket: TicketId) {
+    match s.store.read(move |c| tickets::get(c, ticket)).await {
+        Ok(ticket) => {
+            s.outbox
+                .notify("planwire/ticketChanged", TicketChangedParams { ticket })
+                .await
         }
-        How::Exited(st) if stop_requested && st.and_then(|s| s.signal()).is_some() => {
-            return decide(How::Stopped(st), false, parser, stderr);
-        }
-        How::TimedOut(code, st) => {
-            let (exit, signal) = status_parts(st);
-            let message = match code {
-                "hard_timeout" => "Planning took longer than the hard time limit and was stopped.".to_owned(),
-                _ => "The planner printed nothing for longer than the idle time limit and was stopped.".to_owned(),
-            };
-            (
-                failed_ending(code, message.clone(), exit, signal),
-                Settle::Failed(message),
-            )
-        }
-        How::Exited(st) => {
-            let (code, signal) = status_parts(st);
-            let text = parser.final_text();
-            let plan = extract_plan(&text).or_else(|| extract_plan(&parser.all_text()));
-            match (code, parser.error_message(), plan) {
-                (Some(0), None, Some(plan)) => {
-                    let update = planners::plan::strip_plan_block(&text).trim().to_owned();
-                    let e = runs::Ending {
-                        status: RunStatus::Completed,
-                        ..failed_ending("", String::new(), code, None)
-                    };
-                    (
-                        runs::Ending { failure: None, ..e },
-                        Settle::Planned { plan, update },
-                    )
-                }
-                (Some(0), None, None) => {
-                    let m = "The planner finished without a plan in the <planwire-plan> form."
-                        .to_owned();
-                    (
-                        failed_ending("no_plan", m.clone(), code, None),
-                        Settle::Failed(m),
-                    )
-                }
-                (_, Some(err), _) => (
-                    failed_ending("planner_error", err.clone(), code, signal),
-                    Settle::Failed(err),
-                ),
-                _ => {
-                    let m = if !stderr.trim().is_empty() {
-                        last_lines(stderr, 20)
-                    } else if let Some(sig) = signal {
-                        format!("the planner was killed by signal {sig}")
-                    } else {
-                        format!("the planner exited with code {}", code.unwrap_or(-1))
-                    };
-                    (
-                        failed_ending("exit_code", m.clone(), code, signal),
-                        Settle::Failed(m),
-                    )
-                }
-            }
-        }
-    };
-    ending.stderr_tail = tail;
-    (ending, settle)
-}
-
-/// Renders a plan as the markdown document a person reads.
-pub fn plan_markdown(plan: &Plan) -> String {
-    let mut out = format!("# {}\n\n{}\n", plan.title, plan.description.trim());
-    for (heading, items) in [
-        ("Acceptance criteria", &plan.acceptance_criteria),
-        ("Open questions", &plan.open_questions),
-        ("Dependencies", &plan.dependencies),
-    ] {
-        if !items.is_empty() {
-            out.push_str(&format!("\n## {heading}\n\n"));
-            for item in items {
-                out.push_str(&format!("- {item}\n"));
-            }
-        }
-    }
-    out
-}
-
-/// Records the end of a run and settles its ticket in one transaction. Returns the question
-/// record created from the plan's open questions, if any.
-async fn record_end(
-    s: &Session,
-    ticket: TicketId,
-    run: RunId,
-    ending: runs::Ending,
-    settle: Settle,
-) -> Option<planwire_protocol::Question> {
-    let result = s
-        .store
-        .write(move |c| {
-            runs::finish(c, run, &ending)?;
-            transcript::end_open_agent_runs(c, run, ending.status.as_str())?;
-            let mut question = None;
-            let status = match settle {
-                Settle::Planned { plan, update } => {
-                    tickets::set_plan(c, ticket, &plan)?;
-                    if !update.is_empty() {
-                        tickets::add_message(c, ticket, Some(run), "response", &update)?;
-                    }
-                    tickets::add_message(c, ticket, Some(run), "plan", &plan_markdown(&plan))?;
-                    if plan.open_questions.is_empty() {
-                        TicketStatus::Planned
-                    } else {
-                        let items: Vec<QuestionItem> = plan
-                            .open_questions
-                            .iter()
-                            .enumerate()
-                            .map(|(i, q)| QuestionItem {
-                                header: format!("Question {}", i + 1),
-                                question: q.clone(),
-                                options: Vec::new(),
-                                multi_select: false,
-                                allow_other: true,
-                            })
-                            .collect();
-                        let q =
-                            questions::create(c, ticket, run, QuestionSource::Plan, &items, None)?;
-                        let text = plan
-                            .open_questions
-                            .iter()
-                            .map(|q| format!("- {q}"))
-                            .collect::<Vec<_>>();
-                        tickets::add_message(c, ticket, Some(run), "question", &text.join("\n"))?;
-                        question = Some(q);
-                        TicketStatus::NeedsInput
-                    }
-                }
-                Settle::Failed(message) => {
-                    tickets::add_message(c, ticket, Some(run), "error", &message)?;
-                    TicketStatus::Failed
-                }
-                Settle::Stopped => {
-                    tickets::add_message(c, ticket, Some(run), "status", "Planning was stopped.")?;
-                    TicketStatus::Stopped
-                }
-            };
-            tickets::set_status(c, ticket, status)?;
-            Ok(question)
-        })
-        .await;
-    match result {
-        Ok(q) => q,
-        Err(e) => {
-            tracing::error!("run {run}: cannot record its end: {e}");
-            None
-        }
+        Err(e) => tracing::error!("cannot read ticket {ticket} to notify it: {e}"),
     }
 }
 
@@ -689,9 +515,7 @@ pub async fn notify_changed(s: &Session, ticket: TicketId, run: RunId) {
         .await;
     match state {
         Ok((run, ticket)) => {
-            s.outbox
-                .notify("planwire/runChanged", RunChangedParams { run })
-                .await;
+            s.outbox.notify("planwire/runChanged", RunChangedParams { run }).await;
             s.outbox
                 .notify("planwire/ticketChanged", TicketChangedParams { ticket })
                 .await;

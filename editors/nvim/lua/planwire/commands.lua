@@ -1,0 +1,285 @@
+--- `:Planwire {sub}`: new, plan, stop, retry, answer, tickets, transcript, status.
+local M = {}
+
+local api = vim.api
+local client = require('planwire.client')
+
+local function cfg()
+  return require('planwire').config
+end
+
+local function notify_err(what, err)
+  client.notify(what .. ': ' .. client.format_error(err), vim.log.levels.ERROR)
+end
+
+--- Resolves the ticket a command is about: the explicit id, else the ticket of the current
+--- transcript (or tickets-buffer line), else the ticket created last in this project.
+--- @param arg string|integer|nil
+--- @param cb fun(id: integer)
+function M.resolve_ticket(arg, cb)
+  if arg ~= nil and arg ~= '' then
+    local id = tonumber(arg)
+    if not id then
+      return client.notify('not a ticket id: ' .. tostring(arg), vim.log.levels.ERROR)
+    end
+    return cb(id)
+  end
+  local id = require('planwire.transcript').ticket_of(0) or require('planwire.tickets').ticket_at_cursor()
+  if id then
+    return cb(id)
+  end
+  local root = client.root()
+  if client.state.last_ticket[root] then
+    return cb(client.state.last_ticket[root])
+  end
+  client.request('planwire/listTickets', { root = root }, function(err, result)
+    if err then
+      return notify_err('listTickets', err)
+    end
+    local best
+    for _, t in ipairs(result and result.tickets or {}) do
+      client.state.tickets[t.id] = t
+      if not best or t.id > best then
+        best = t.id
+      end
+    end
+    if not best then
+      return client.notify('no ticket in ' .. root .. ' yet: create one with :Planwire new', vim.log.levels.WARN)
+    end
+    cb(best)
+  end)
+end
+
+-- new ------------------------------------------------------------------------------------------
+
+local new_count = 0
+
+--- Creates the ticket from a description buffer (its BufWriteCmd).
+local function write_description(buf)
+  local root, title = vim.b[buf].planwire_root, vim.b[buf].planwire_title
+  local description = table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), '\n'):gsub('%s+$', '')
+  local c = cfg()
+  local err, ticket = client.request_sync('planwire/createTicket', {
+    root = root,
+    title = title,
+    description = description,
+    tool = c.tool,
+    model = c.model,
+  }, 20000)
+  if err or type(ticket) ~= 'table' then
+    notify_err('createTicket', err or { message = 'no ticket returned' })
+    return
+  end
+  vim.bo[buf].modified = false
+  client.state.last_ticket[root] = ticket.id
+  client.on_ticket(ticket)
+  client.notify(('ticket %d created: %s'):format(ticket.id, ticket.title))
+  local win = vim.fn.win_findbuf(buf)[1]
+  vim.schedule(function()
+    if win and api.nvim_win_is_valid(win) then
+      api.nvim_set_current_win(win)
+    end
+    require('planwire.transcript').open(ticket.id, { win = win and api.nvim_win_is_valid(win) and win or nil })
+    if api.nvim_buf_is_valid(buf) and #vim.fn.win_findbuf(buf) == 0 then
+      pcall(api.nvim_buf_delete, buf, { force = true })
+    end
+  end)
+end
+
+--- Opens the description buffer of a new ticket; `:w` creates the ticket.
+function M.open_description(root, title)
+  new_count = new_count + 1
+  local buf = api.nvim_create_buf(true, false)
+  api.nvim_buf_set_name(buf, ('planwire://new/%d'):format(new_count))
+  vim.bo[buf].buftype = 'acwrite'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = 'markdown'
+  vim.b[buf].planwire_root = root
+  vim.b[buf].planwire_title = title
+  api.nvim_create_autocmd('BufWriteCmd', {
+    buffer = buf,
+    callback = function()
+      write_description(buf)
+    end,
+  })
+  api.nvim_win_set_buf(0, buf)
+  client.notify(('describe "%s", then :w to create the ticket'):format(title))
+  return buf
+end
+
+--- :Planwire new — asks for a title, then opens the description buffer.
+function M.new(title)
+  local root = client.root()
+  local function go(t)
+    t = t and vim.trim(t) or ''
+    if t == '' then
+      return
+    end
+    M.open_description(root, t)
+  end
+  if title and vim.trim(title) ~= '' then
+    return go(title)
+  end
+  vim.ui.input({ prompt = 'Ticket title: ' }, go)
+end
+
+-- plan, retry, stop ------------------------------------------------------------------------------
+
+--- :Planwire plan [id] — opens the transcript and starts planning.
+function M.plan(arg, opts)
+  opts = opts or {}
+  M.resolve_ticket(arg, function(id)
+    require('planwire.transcript').open(id, { split = opts.split })
+    local params = { ticketId = id, fresh = opts.fresh or nil, retryOf = opts.retry_of }
+    client.request('planwire/plan', params, function(err, result)
+      if err then
+        return notify_err('plan', err)
+      end
+      client.notify(('planning ticket %d (run %d)'):format(result.ticketId or id, result.runId or -1))
+    end)
+  end)
+end
+
+--- :Planwire retry [id] — plans again with the tool, model and variant of the last run.
+function M.retry(arg)
+  M.resolve_ticket(arg, function(id)
+    client.get_ticket(id, function(err, result)
+      if err then
+        return notify_err('getTicket', err)
+      end
+      local last = result.runs and result.runs[1]
+      M.plan(id, { retry_of = last and last.id or nil })
+    end)
+  end)
+end
+
+--- :Planwire stop [id]
+function M.stop(arg)
+  M.resolve_ticket(arg, function(id)
+    client.request('planwire/stop', { ticketId = id }, function(err, result)
+      if err then
+        return notify_err('stop', err)
+      end
+      client.notify(result and result.stopped and ('ticket %d stopped'):format(id) or ('ticket %d has no active run'):format(id))
+    end)
+  end)
+end
+
+-- status -------------------------------------------------------------------------------------
+
+--- Formats a `planwire/status` result as lines.
+function M.status_lines(s)
+  local lines = {}
+  local store = s.store or {}
+  table.insert(lines, ('store: %s (schema %s, %s tickets, %s runs)'):format(
+    store.path or '?', tostring(store.schemaVersion), tostring(store.tickets), tostring(store.runs)))
+  if #(s.activeRuns or {}) == 0 then
+    table.insert(lines, 'no active run')
+  end
+  for _, run in ipairs(s.activeRuns or {}) do
+    table.insert(lines, ('run %d of ticket %d: %s (%s%s)'):format(run.id, run.ticketId, run.status, run.tool or '?',
+      run.model and (' ' .. run.model) or ''))
+  end
+  for _, p in ipairs(s.planners or {}) do
+    table.insert(lines, ('planner %s: %s%s'):format(p.tool,
+      p.found and (p.supported and 'ok' or 'unsupported') or 'not found',
+      p.version and (' ' .. p.version) or ''))
+  end
+  return lines
+end
+
+--- :Planwire status [id]
+function M.status(arg)
+  local params = {}
+  if arg and arg ~= '' then
+    params.ticketId = tonumber(arg)
+  end
+  client.request('planwire/status', params, function(err, result)
+    if err then
+      return notify_err('status', err)
+    end
+    M.last_status = result
+    client.notify(table.concat(M.status_lines(result), '\n'))
+  end)
+end
+
+-- dispatch -------------------------------------------------------------------------------------
+
+M.subcommands = {
+  new = function(args)
+    M.new(table.concat(args, ' '))
+  end,
+  plan = function(args, bang)
+    M.plan(args[1], { fresh = bang })
+  end,
+  stop = function(args)
+    M.stop(args[1])
+  end,
+  retry = function(args)
+    M.retry(args[1])
+  end,
+  answer = function(args, bang)
+    M.resolve_ticket(args[1], function(id)
+      require('planwire.questions').answer(id, { dismiss = bang })
+    end)
+  end,
+  tickets = function()
+    require('planwire.tickets').open()
+  end,
+  transcript = function(args)
+    M.resolve_ticket(args[1], function(id)
+      require('planwire.transcript').open(id)
+    end)
+  end,
+  status = function(args)
+    M.status(args[1])
+  end,
+}
+
+local takes_id = { plan = true, stop = true, retry = true, answer = true, transcript = true, status = true }
+
+--- Entry point of :Planwire.
+function M.run(cmd)
+  local args = vim.deepcopy(cmd.fargs)
+  local sub = table.remove(args, 1) or 'tickets'
+  local fn = M.subcommands[sub]
+  if not fn then
+    return client.notify('unknown subcommand "' .. sub .. '"; try one of: ' .. table.concat(M.names(), ', '),
+      vim.log.levels.ERROR)
+  end
+  fn(args, cmd.bang)
+end
+
+function M.names()
+  local names = vim.tbl_keys(M.subcommands)
+  table.sort(names)
+  return names
+end
+
+--- Completion of :Planwire: subcommands, then known ticket ids.
+function M.complete(arglead, cmdline, _)
+  local words = vim.split(cmdline:gsub('^%s*%S+', '', 1), '%s+', { trimempty = true })
+  local n = #words + ((arglead == '' ) and 1 or 0)
+  if n <= 1 then
+    return vim.tbl_filter(function(s)
+      return vim.startswith(s, arglead)
+    end, M.names())
+  end
+  if n == 2 and takes_id[words[1]] then
+    local ids = {}
+    for id in pairs(client.state.tickets) do
+      local s = tostring(id)
+      if vim.startswith(s, arglead) then
+        table.insert(ids, s)
+      end
+    end
+    table.sort(ids, function(a, b)
+      return tonumber(a) < tonumber(b)
+    end)
+    return ids
+  end
+  return {}
+end
+
+return M

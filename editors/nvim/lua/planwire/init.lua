@@ -1,0 +1,74 @@
+--- planwire: Neovim client of the planwire sidecar (`planwire --stdio`).
+--- This module holds the configuration only; the rest loads on first use.
+local M = {}
+
+--- Defaults of `require('planwire').setup()`.
+M.defaults = {
+  --- Command that starts the server.
+  cmd = { 'planwire', '--stdio' },
+  --- SQLite file of tickets; nil lets the server choose ($XDG_DATA_HOME/planwire/planwire.db).
+  db_path = nil,
+  --- Planner for new tickets (`claude`, `opencode`, `codex`, `script`); nil: the server's default.
+  tool = nil,
+  --- Model for new tickets; nil: the planner's default.
+  model = nil,
+  --- Extra `initializationOptions` (camelCase, e.g. `{ stopGraceMs = 1000 }`).
+  init_options = {},
+  --- Ask open questions at once when the server reports one (else notify and wait for `:Planwire answer`).
+  ask_on_question = false,
+}
+
+M.config = vim.deepcopy(M.defaults)
+
+--- Configures the plugin. Optional; may be called before or after plugin/planwire.lua is sourced.
+--- @param opts table?
+function M.setup(opts)
+  opts = opts or {}
+  if type(opts) ~= 'table' then
+    error('planwire.setup: expected a table, got ' .. type(opts), 2)
+  end
+  M.config = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts)
+  if opts.cmd ~= nil then
+    M.config.cmd = opts.cmd -- lists replace, never merge
+  end
+  if type(M.config.cmd) ~= 'table' or type(M.config.cmd[1]) ~= 'string' then
+    error("planwire.setup: cmd must be a list such as { 'planwire', '--stdio' }", 2)
+  end
+  M._define_command()
+  return M
+end
+
+--- Defines :Planwire and the autocmds of planwire:// buffers. Idempotent and cheap.
+function M._define_command()
+  if vim.g.planwire_command_defined == 1 then
+    return
+  end
+  vim.g.planwire_command_defined = 1
+  vim.api.nvim_create_user_command('Planwire', function(cmd)
+    require('planwire.commands').run(cmd)
+  end, {
+    nargs = '*',
+    bang = true,
+    desc = 'planwire: plan tickets with a coding agent',
+    complete = function(arglead, cmdline, pos)
+      return require('planwire.commands').complete(arglead, cmdline, pos)
+    end,
+  })
+  local group = vim.api.nvim_create_augroup('planwire', { clear = true })
+  vim.api.nvim_create_autocmd('BufReadCmd', {
+    group = group,
+    pattern = 'planwire://ticket/*',
+    callback = function(ev)
+      require('planwire.transcript').on_read(ev.buf, ev.match)
+    end,
+  })
+  vim.api.nvim_create_autocmd('BufReadCmd', {
+    group = group,
+    pattern = 'planwire://tickets*',
+    callback = function(ev)
+      require('planwire.tickets').on_read(ev.buf)
+    end,
+  })
+end
+
+return M

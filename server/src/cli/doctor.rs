@@ -1,0 +1,154 @@
+//! `planwire doctor`: each planner (path, version, supported, what is missing), the database
+//! (its path, resolved like the server's, and whether it opens) and where logs go. Exits 1
+//! when no real planner (claude, opencode, codex) is usable; the `script` planner is a demo.
+
+use std::path::{Path, PathBuf};
+
+use planwire_protocol::{InitializationOptions, PlannerInfo};
+
+use super::output::{paint, print_lines, stdout_color, Style};
+use super::{DoctorArgs, LogSetting};
+use crate::config::Config;
+use crate::planners::{detect, Tool};
+use crate::store::Store;
+
+/// One planner as the doctor judges it.
+struct Verdict {
+    info: PlannerInfo,
+    usable: bool,
+    /// What is missing or wrong, when not usable.
+    problem: Option<String>,
+}
+
+pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
+    let color = stdout_color();
+    let ok = |t: &str| paint(t, Style::Green, color);
+    let bad = |t: &str| paint(t, Style::Red, color);
+    let db_path = args.db.path();
+    let options = InitializationOptions {
+        db_path: Some(db_path.display().to_string()),
+        ..InitializationOptions::default()
+    };
+    let config = Config::from_options(&options);
+    let store = Store::open(&db_path);
+    let planners = detect::detect_all(&config, store.as_ref().ok()).await;
+    let verdicts: Vec<Verdict> = planners.into_iter().map(judge).collect();
+
+    let mut lines = vec![
+        format!("planwire {}", env!("CARGO_PKG_VERSION")),
+        String::new(),
+        "Planners".into(),
+    ];
+    for v in &verdicts {
+        let i = &v.info;
+        let mark = if v.usable { ok("ok ") } else { bad("no ") };
+        let version = i.version.as_deref().unwrap_or("version unknown");
+        let mut line = match (&i.path, Tool::parse(&i.tool)) {
+            (_, Some(Tool::Script)) => {
+                format!(
+                    "  {mark} {:<9} built in (demo planner, no API key): --tool script",
+                    i.tool
+                )
+            }
+            (Some(path), _) => format!("  {mark} {:<9} {version}  {path}", i.tool),
+            (None, _) => format!("  {mark} {:<9} not found", i.tool),
+        };
+        if i.found && !i.supported {
+            line.push_str("  (unsupported version)");
+        }
+        lines.push(line);
+        if let Some(problem) = &v.problem {
+            lines.push(format!("             missing: {problem}"));
+        }
+    }
+
+    lines.push(String::new());
+    lines.push("Database".into());
+    lines.push(format!("  {}  (from {})", db_path.display(), args.db.source()));
+    let db_ok = match &store {
+        Ok(_) => {
+            lines.push(format!("  {} opens", ok("ok ")));
+            true
+        }
+        Err(e) => {
+            lines.push(format!("  {} does not open: {e}", bad("no ")));
+            false
+        }
+    };
+
+    lines.push(String::new());
+    lines.push("Logs".into());
+    let from = match log.source {
+        "default" => "the default (warn here; the --stdio server's is info)",
+        other => other,
+    };
+    lines.push(format!(
+        "  stderr only (an editor shows it in its output panel); level {:?} from {from}",
+        log.filter
+    ));
+    lines.push(
+        "  set it with --log-level LEVEL or PLANWIRE_LOG (error, warn, info, debug, trace, or a tracing filter)".into(),
+    );
+
+    let usable: Vec<&str> = verdicts
+        .iter()
+        .filter(|v| v.usable && Tool::parse(&v.info.tool) != Some(Tool::Script))
+        .map(|v| v.info.tool.as_str())
+        .collect();
+    lines.push(String::new());
+    let code = if usable.is_empty() {
+        lines.push(bad(
+            "No planner is usable: install Claude Code, OpenCode or Codex (see \"missing\" above).",
+        ));
+        lines.push("The demo still runs without one: planwire plan --root . --title T --tool script".into());
+        1
+    } else if !db_ok {
+        lines.push(bad("The database does not open: fix the path above or pass --db PATH."));
+        1
+    } else {
+        lines.push(ok(&format!("Ready: {} can plan.", usable.join(", "))));
+        0
+    };
+    print_lines(&lines);
+    code
+}
+
+fn judge(info: PlannerInfo) -> Verdict {
+    let tool = Tool::parse(&info.tool);
+    let mut problem = if !info.found || !info.supported {
+        Some(
+            info.hint
+                .clone()
+                .unwrap_or_else(|| tool.map_or("", |t| t.install_hint()).to_owned()),
+        )
+    } else {
+        None
+    };
+    if info.found && tool == Some(Tool::OpenCode) && on_path("rg").is_none() {
+        problem = Some(
+            "ripgrep (`rg`) on PATH: OpenCode's grep and glob tools need it \
+             (apt-get install ripgrep, or brew install ripgrep)"
+                .into(),
+        );
+    }
+    Verdict {
+        usable: info.found && info.supported && problem.is_none(),
+        problem,
+        info,
+    }
+}
+
+/// The first executable named `name` on `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}

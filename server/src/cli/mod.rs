@@ -1,0 +1,163 @@
+//! The terminal front: `planwire plan`, `tickets`, `show` and `doctor`.
+//!
+//! `plan`, `tickets` and `show` run the server in-process ([`client::Client`]) and speak the
+//! protocol to it, so a terminal plan takes the same path as an editor's (handlers, runner,
+//! store, stop). `doctor` checks the machine directly. Only this module writes to stdout, and
+//! only through an explicit `std::io::stdout().lock()` writer: `--stdio` mode never does.
+
+pub mod client;
+pub mod doctor;
+pub mod output;
+pub mod plan;
+pub mod tickets;
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+/// The terminal subcommands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Plan a ticket in the terminal: stream what the planner does, print the plan.
+    Plan(PlanArgs),
+    /// List tickets: id, status, title (and root, unless one root is asked for).
+    Tickets(TicketsArgs),
+    /// Show a ticket: its description, plan and runs.
+    Show(ShowArgs),
+    /// Check the planners, the database and logging; exits non-zero when no planner is usable.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Args)]
+pub struct DbArg {
+    /// The SQLite file; else PLANWIRE_DB, else $XDG_DATA_HOME/planwire/planwire.db.
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArg {
+    /// The database path, resolved like the server does for `initializationOptions.dbPath`.
+    pub fn path(&self) -> PathBuf {
+        let given = self.db.as_ref().map(|p| p.display().to_string());
+        crate::store::default_path(given.as_deref())
+    }
+
+    /// Where the path came from, for `doctor`.
+    pub fn source(&self) -> &'static str {
+        if self.db.as_ref().is_some_and(|p| !p.as_os_str().is_empty()) {
+            "--db"
+        } else if std::env::var_os("PLANWIRE_DB").is_some_and(|p| !p.is_empty()) {
+            "PLANWIRE_DB"
+        } else if std::env::var_os("XDG_DATA_HOME").is_some_and(|p| !p.is_empty()) {
+            "$XDG_DATA_HOME"
+        } else {
+            "the default under $HOME"
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct PlanArgs {
+    /// The repository to plan in.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub root: PathBuf,
+    /// The ticket's title.
+    #[arg(long, value_name = "T")]
+    pub title: String,
+    /// The ticket's description (markdown).
+    #[arg(long, value_name = "D", conflicts_with = "description_file")]
+    pub description: Option<String>,
+    /// Read the description from a file (`-` for stdin).
+    #[arg(long, value_name = "F")]
+    pub description_file: Option<PathBuf>,
+    /// The planner CLI; else the server's default (claude).
+    #[arg(long, value_parser = ["claude", "opencode", "codex", "script"])]
+    pub tool: Option<String>,
+    /// The model passed to the planner; for `script`, the script (demo, slow, questions, fail).
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args)]
+pub struct TicketsArgs {
+    /// Only the tickets of this repository.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// The ticket's id (as `planwire tickets` lists it).
+    pub ticket: i64,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// The effective log filter and where it came from.
+pub struct LogSetting {
+    pub filter: String,
+    pub source: &'static str,
+}
+
+/// Sets up tracing on stderr (never stdout): `--log-level`, else `PLANWIRE_LOG`, else
+/// `default` (info for the server, warn in the terminal so the transcript stays readable).
+pub fn init_logging(flag: Option<&str>, default: &str) -> LogSetting {
+    let env = std::env::var("PLANWIRE_LOG").ok().filter(|v| !v.is_empty());
+    let setting = match (flag, env) {
+        (Some(f), _) => LogSetting {
+            filter: f.to_owned(),
+            source: "--log-level",
+        },
+        (None, Some(e)) => LogSetting {
+            filter: e,
+            source: "PLANWIRE_LOG",
+        },
+        (None, None) => LogSetting {
+            filter: default.to_owned(),
+            source: "default",
+        },
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(EnvFilter::try_new(&setting.filter).unwrap_or_else(|_| EnvFilter::new(default)))
+        .init();
+    setting
+}
+
+/// Runs a terminal subcommand; returns the process exit code.
+pub fn run(command: Command, log: LogSetting) -> i32 {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let code = runtime.block_on(async move {
+        match command {
+            Command::Plan(args) => plan::run(args).await,
+            Command::Tickets(args) => tickets::list(args).await,
+            Command::Show(args) => tickets::show(args).await,
+            Command::Doctor(args) => doctor::run(args, log).await,
+        }
+    });
+    // A blocking read of an answer from stdin may still wait: do not wait for it.
+    runtime.shutdown_background();
+    code
+}
+
+/// An error line on stderr, `planwire: …`.
+pub(crate) fn fail(message: impl std::fmt::Display) -> i32 {
+    output::error_line(&format!("planwire: {message}"));
+    1
+}

@@ -1,0 +1,256 @@
+//! How a run ended, decided once, and recorded with its ticket in one transaction.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use planwire_protocol::{
+    Failure, Plan, Question, QuestionItem, QuestionSource, RunId, RunStatus, TicketId, TicketStatus,
+};
+
+use crate::planners::plan::{extract_plan, strip_plan_block};
+use crate::planners::LineParser;
+use crate::session::Session;
+use crate::store::{questions, runs, tickets, transcript};
+
+pub(super) enum How {
+    Exited(Option<ExitStatus>),
+    Stopped(Option<ExitStatus>),
+    TimedOut(&'static str, Option<ExitStatus>),
+}
+
+/// How the ticket settles after a run.
+pub(super) enum Settle {
+    Planned { plan: Plan, update: String },
+    Failed(String),
+    Stopped,
+}
+
+pub(super) fn failed_ending(code: &str, message: String, exit_code: Option<i32>, signal: Option<i32>) -> runs::Ending {
+    runs::Ending {
+        status: RunStatus::Failed,
+        exit_code,
+        signal,
+        failure: Some(Failure {
+            code: code.into(),
+            message,
+        }),
+        stderr_tail: None,
+        session_id: None,
+        first_output_ms: None,
+        first_final_ms: None,
+        total_ms: None,
+    }
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A plan the agent offered through ExitPlanMode: its first heading is the title.
+fn plan_from_candidate(candidate: &str, fallback_title: &str) -> Plan {
+    let title = candidate
+        .lines()
+        .find_map(|l| l.strip_prefix('#').map(|h| h.trim_start_matches('#').trim().to_owned()))
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| fallback_title.to_owned());
+    Plan {
+        title,
+        description: candidate.trim().to_owned(),
+        ..Plan::default()
+    }
+}
+
+pub(super) struct Facts<'a> {
+    pub stop_requested: bool,
+    pub stderr: &'a str,
+    pub plan_candidate: Option<&'a str>,
+    pub ticket_title: &'a str,
+}
+
+pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::Ending, Settle) {
+    let status_parts = |s: Option<ExitStatus>| (s.and_then(|s| s.code()), s.and_then(|s| s.signal()));
+    let (mut ending, settle) = match how {
+        How::Exited(st) if f.stop_requested && st.and_then(|s| s.signal()).is_some() => {
+            return decide(
+                How::Stopped(st),
+                parser,
+                &Facts {
+                    stop_requested: false,
+                    ..*f
+                },
+            );
+        }
+        How::Stopped(st) => {
+            let (code, signal) = status_parts(st);
+            let e = runs::Ending {
+                status: RunStatus::Cancelled,
+                failure: None,
+                ..failed_ending("", String::new(), code, signal)
+            };
+            (e, Settle::Stopped)
+        }
+        How::TimedOut(code, st) => {
+            let (exit, signal) = status_parts(st);
+            let message = match code {
+                "hard_timeout" => "Planning took longer than the hard time limit and was stopped.",
+                "question_timeout" => {
+                    "A question waited longer than its time limit; planning was stopped. Answer it to resume."
+                }
+                _ => "The planner printed nothing for longer than the idle time limit and was stopped.",
+            }
+            .to_owned();
+            (
+                failed_ending(code, message.clone(), exit, signal),
+                Settle::Failed(message),
+            )
+        }
+        How::Exited(st) => {
+            let (code, signal) = status_parts(st);
+            let text = parser.final_text();
+            let plan = extract_plan(&text)
+                .or_else(|| extract_plan(&parser.all_text()))
+                .or_else(|| f.plan_candidate.map(|c| plan_from_candidate(c, f.ticket_title)));
+            match (code, parser.error_message(), plan) {
+                (Some(0), None, Some(plan)) => {
+                    let update = strip_plan_block(&text).trim().to_owned();
+                    let e = runs::Ending {
+                        status: RunStatus::Completed,
+                        failure: None,
+                        ..failed_ending("", String::new(), code, None)
+                    };
+                    (e, Settle::Planned { plan, update })
+                }
+                (Some(0), None, None) => {
+                    let m = parser.explain_missing_answer(f.stderr).unwrap_or_else(|| {
+                        "The planner finished without a plan in the <planwire-plan> form.".to_owned()
+                    });
+                    (failed_ending("no_plan", m.clone(), code, None), Settle::Failed(m))
+                }
+                (_, Some(err), _) => (
+                    failed_ending("planner_error", err.clone(), code, signal),
+                    Settle::Failed(err),
+                ),
+                _ => {
+                    let m = if !f.stderr.trim().is_empty() {
+                        last_lines(f.stderr, 20)
+                    } else if let Some(sig) = signal {
+                        format!("the planner was killed by signal {sig}")
+                    } else {
+                        format!("the planner exited with code {}", code.unwrap_or(-1))
+                    };
+                    (failed_ending("exit_code", m.clone(), code, signal), Settle::Failed(m))
+                }
+            }
+        }
+    };
+    ending.stderr_tail = (!f.stderr.is_empty()).then(|| f.stderr.to_owned());
+    (ending, settle)
+}
+
+/// Renders a plan as the markdown document a person reads.
+pub fn plan_markdown(plan: &Plan) -> String {
+    let mut out = format!("# {}\n\n{}\n", plan.title, plan.description.trim());
+    for (heading, items) in [
+        ("Acceptance criteria", &plan.acceptance_criteria),
+        ("Open questions", &plan.open_questions),
+        ("Dependencies", &plan.dependencies),
+    ] {
+        if !items.is_empty() {
+            out.push_str(&format!("\n## {heading}\n\n"));
+            for item in items {
+                out.push_str(&format!("- {item}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// One question record (source `plan`) with an item per open question of the plan.
+fn plan_question_items(plan: &Plan) -> Vec<QuestionItem> {
+    plan.open_questions
+        .iter()
+        .enumerate()
+        .map(|(i, q)| QuestionItem {
+            header: format!("Question {}", i + 1),
+            question: q.clone(),
+            options: Vec::new(),
+            multi_select: false,
+            allow_other: true,
+        })
+        .collect()
+}
+
+/// Records the end of a run and settles its ticket in one transaction. Returns the question
+/// record created from the plan's open questions, if any.
+pub(super) async fn record_end(
+    s: &Session,
+    ticket: TicketId,
+    run: RunId,
+    ending: runs::Ending,
+    settle: Settle,
+) -> Option<Question> {
+    let result = s
+        .store
+        .write(move |c| {
+            runs::finish(c, run, &ending)?;
+            transcript::end_open_agent_runs(c, run, ending.status.as_str())?;
+            // A live question the run never got answered stays answerable: it resumes the session.
+            questions::mark_stale(c, run)?;
+            let mut question = None;
+            let status = match settle {
+                Settle::Planned { plan, update } => {
+                    tickets::set_plan(c, ticket, &plan)?;
+                    if !update.is_empty() {
+                        tickets::add_message(c, ticket, Some(run), "response", &update)?;
+                    }
+                    tickets::add_message(c, ticket, Some(run), "plan", &plan_markdown(&plan))?;
+                    if !plan.open_questions.is_empty() {
+                        let q =
+                            questions::create(c, ticket, run, QuestionSource::Plan, &plan_question_items(&plan), None)?;
+                        let text: Vec<String> = plan.open_questions.iter().map(|q| format!("- {q}")).collect();
+                        tickets::add_message(c, ticket, Some(run), "question", &text.join("\n"))?;
+                        question = Some(q);
+                    }
+                    TicketStatus::Planned
+                }
+                Settle::Failed(message) => {
+                    tickets::add_message(c, ticket, Some(run), "error", &message)?;
+                    TicketStatus::Failed
+                }
+                Settle::Stopped => {
+                    tickets::add_message(c, ticket, Some(run), "status", "Planning was stopped.")?;
+                    TicketStatus::Stopped
+                }
+            };
+            // A ticket with an open or stale question needs the person, whatever the run did.
+            let status = if questions::open_for_ticket(c, ticket)?.is_empty() {
+                status
+            } else {
+                TicketStatus::NeedsInput
+            };
+            tickets::set_status(c, ticket, status)?;
+            Ok(question)
+        })
+        .await;
+    match result {
+        Ok(q) => q,
+        Err(e) => {
+            tracing::error!("run {run}: cannot record its end: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidate_plan_takes_its_heading_as_title() {
+        let p = plan_from_candidate("# Plan: greet\n\n1. Edit main.rs", "Ticket");
+        assert_eq!(p.title, "Plan: greet");
+        assert!(p.description.contains("Edit main.rs"));
+        assert_eq!(plan_from_candidate("1. Edit", "Ticket").title, "Ticket");
+    }
+}
