@@ -41,10 +41,11 @@ where
         let msg = match event {
             ReaderEvent::Message(msg) => msg,
             ReaderEvent::Closed { clean } => {
-                if clean {
+                if clean && !shutdown {
                     tracing::info!("end of input without shutdown");
                 }
-                break 1;
+                // A client that said `shutdown` and then closed the pipe ended cleanly.
+                break if clean && shutdown { 0 } else { 1 };
             }
         };
         match msg {

@@ -88,7 +88,10 @@ fn claude_runs_in_plan_mode_and_a_hostile_description_is_only_text() {
     assert_eq!(argv[..10].join(" "), mode);
     assert!(argv.windows(2).any(|p| p == ["--model", "sonnet"]), "{argv:?}");
     // The prompt never touches argv: it travels as a stream-json user message on stdin.
-    assert!(!argv.iter().any(|a| a.contains("dangerously") || a.contains("pwned")), "{argv:?}");
+    assert!(
+        !argv.iter().any(|a| a.contains("dangerously") || a.contains("pwned")),
+        "{argv:?}"
+    );
     let prompt = prompt_of(&w, 1);
     assert!(prompt.contains(hostile), "the description reaches the model verbatim");
     assert!(prompt.contains("<planwire-plan>"));

@@ -222,7 +222,12 @@ fn open_questions_in_a_plan_are_answered_by_resuming_the_session() {
         .as_i64()
         .unwrap();
     let status = s.wait_ticket(t, &["needs_input", "planned", "failed"])["status"].clone();
-    assert_eq!(status, "needs_input", "{}", s.ok("planwire/getTicket", json!({ "ticketId": t })));
+    assert_eq!(
+        status,
+        "needs_input",
+        "{}",
+        s.ok("planwire/getTicket", json!({ "ticketId": t }))
+    );
     let q = question_note(&mut s, t)["question"].clone();
     assert_eq!(q["source"], "plan");
     let session: String = w

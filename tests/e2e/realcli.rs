@@ -180,8 +180,7 @@ fn realcli_claude_plans_with_a_tool_call_and_resumes() {
     let last = mock
         .requests()
         .into_iter()
-        .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/messages"))
-        .last()
+        .rfind(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/messages"))
         .unwrap();
     let body = last["body"].to_string();
     assert!(

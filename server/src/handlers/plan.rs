@@ -17,10 +17,18 @@ pub async fn handle(s: Arc<Session>, p: PlanParams) -> HandlerResult<PlanResult>
     let ticket = match (p.ticket_id, &p.root, &p.title) {
         (Some(id), _, _) => s.store.read(move |c| tickets::get(c, id)).await.map_err(store_error)?,
         (None, Some(root), Some(title)) => {
+            let Some(description) = p.description.clone() else {
+                return Err(invalid_params(
+                    "invalid params for planwire/plan: missing field `description` (it may be empty)",
+                ));
+            };
+            // Refuse before creating anything, so a missing planner leaves no stray draft.
+            let tool = check_tool(p.tool.as_deref().unwrap_or(&s.config.default_tool))?;
+            runner::planner_program(&s, tool, p.model.as_deref())?;
             let params = CreateTicketParams {
                 root: root.clone(),
                 title: title.clone(),
-                description: p.description.clone().unwrap_or_default(),
+                description,
                 tool: p.tool.clone(),
                 model: p.model.clone(),
                 variant: p.variant.clone(),

@@ -65,6 +65,16 @@ fn unavailable(message: String) -> ResponseError {
     ResponseError::new(ErrorCode::PlannerUnavailable, message)
 }
 
+/// The planner's binary, or a "planner unavailable" error that says what to install.
+pub fn planner_program(s: &Session, tool: Tool, model: Option<&str>) -> Result<std::path::PathBuf, ResponseError> {
+    let program = planners::locate(tool, &s.config)
+        .ok_or_else(|| unavailable(format!("{} was not found: {}", tool.name(), tool.install_hint())))?;
+    if tool == Tool::Script {
+        script::check(model.unwrap_or("demo")).map_err(unavailable)?;
+    }
+    Ok(program)
+}
+
 /// Creates a run for the ticket and starts its planner. Returns once the process runs.
 pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<RunId, ResponseError> {
     let tool = spec.tool;
@@ -75,11 +85,7 @@ pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<R
             format!("the ticket's root {} is not an existing directory", ticket.root),
         ));
     }
-    let program = planners::locate(tool, &s.config)
-        .ok_or_else(|| unavailable(format!("{} was not found: {}", tool.name(), tool.install_hint())))?;
-    if tool == Tool::Script {
-        script::check(spec.model.as_deref().unwrap_or("demo")).map_err(unavailable)?;
-    }
+    let program = planner_program(s, tool, spec.model.as_deref())?;
     let launch = planners::launch_with(
         tool,
         &LaunchRequest {
@@ -144,7 +150,7 @@ pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<R
         Err(e) => {
             let message = format!("cannot start {}: {e}. {}", program.display(), tool.install_hint());
             let ending = failed_ending("spawn_failed", message.clone(), None, None);
-            record_end(s, ticket.id, run_id, ending, Settle::Failed(message.clone())).await;
+            record_end(s, ticket.id, run_id, ending, Settle::Failed(message.clone()), 1).await;
             return Err(unavailable(message));
         }
     };
@@ -445,7 +451,7 @@ impl Driver {
         self.s.outbox.notify("planwire/transcript", params).await;
     }
 
-    async fn finish(mut self, how: How, stderr_tail: &str) {
+    async fn finish(self, how: How, stderr_tail: &str) {
         let run = self.run_id;
         let stop_requested: bool = self
             .s
@@ -464,13 +470,17 @@ impl Driver {
         ending.first_output_ms = self.first_output_ms;
         ending.first_final_ms = self.first_final_ms;
         ending.total_ms = Some(self.elapsed_ms());
-        if let Some(question) = record_end(&self.s, self.ticket_id, run, ending, settle).await {
-            // The question event belongs to the transcript too.
-            self.push(ParsedEvent::main(EventBody::Question {
-                question_id: question.id,
-            }))
-            .await;
-            self.flush().await;
+        let ended = record_end(&self.s, self.ticket_id, run, ending, settle, self.next_seq).await;
+        if let Some((question, event)) = ended {
+            // Its question event was stored with the run's end, so a client that saw `done`
+            // has seen it too.
+            let events = vec![event];
+            let params = TranscriptParams {
+                ticket_id: self.ticket_id,
+                run_id: run,
+                events,
+            };
+            self.s.outbox.notify("planwire/transcript", params).await;
             let params = QuestionParams {
                 ticket_id: self.ticket_id,
                 run_id: run,

@@ -4,13 +4,15 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
 use planwire_protocol::{
-    Failure, Plan, Question, QuestionItem, QuestionSource, RunId, RunStatus, TicketId, TicketStatus,
+    EventBody, Failure, Plan, Question, QuestionItem, QuestionSource, RunId, RunStatus, TicketId, TicketStatus,
+    TranscriptEvent,
 };
 
 use crate::planners::plan::{extract_plan, strip_plan_block};
 use crate::planners::LineParser;
 use crate::session::Session;
 use crate::store::{questions, runs, tickets, transcript};
+use crate::util::now;
 
 pub(super) enum How {
     Exited(Option<ExitStatus>),
@@ -182,14 +184,16 @@ fn plan_question_items(plan: &Plan) -> Vec<QuestionItem> {
 }
 
 /// Records the end of a run and settles its ticket in one transaction. Returns the question
-/// record created from the plan's open questions, if any.
+/// record created from the plan's open questions, if any, with its transcript event (stored
+/// in the same transaction as seq `next_seq`).
 pub(super) async fn record_end(
     s: &Session,
     ticket: TicketId,
     run: RunId,
     ending: runs::Ending,
     settle: Settle,
-) -> Option<Question> {
+    next_seq: u64,
+) -> Option<(Question, TranscriptEvent)> {
     let result = s
         .store
         .write(move |c| {
@@ -210,7 +214,15 @@ pub(super) async fn record_end(
                             questions::create(c, ticket, run, QuestionSource::Plan, &plan_question_items(&plan), None)?;
                         let text: Vec<String> = plan.open_questions.iter().map(|q| format!("- {q}")).collect();
                         tickets::add_message(c, ticket, Some(run), "question", &text.join("\n"))?;
-                        question = Some(q);
+                        let body = EventBody::Question { question_id: q.id };
+                        let event = TranscriptEvent {
+                            seq: next_seq,
+                            ts: now(),
+                            agent_run_id: None,
+                            body,
+                        };
+                        transcript::append(c, run, std::slice::from_ref(&event))?;
+                        question = Some((q, event));
                     }
                     TicketStatus::Planned
                 }
