@@ -167,3 +167,53 @@ fn a_claude_api_error_fails_with_its_message() {
         "{run}"
     );
 }
+
+#[test]
+fn an_unknown_session_falls_back_to_a_fresh_plan_and_says_why() {
+    let w = World::new();
+    // The real CLI's answer to `--resume` with an id it does not know (recorded).
+    let missing = include_str!("../fixtures/claude/g_resume_missing.stdout.jsonl").trim();
+    let lost = w.script(
+        "resume-missing.jsonl",
+        &[json!({ "out": missing }), json!({ "exit": 1 })],
+    );
+    fake_claude_sequence(&w, &["demo", &lost, "demo"]);
+    let mut s = w.start();
+    s.initialize(json!({ "dbPath": w.db() }));
+    let t = s.ok(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "T", "description": "D", "tool": "claude" }),
+    );
+    let ticket = t["id"].as_i64().unwrap();
+    s.ok("planwire/plan", json!({ "ticketId": ticket }));
+    s.wait_ticket(ticket, &["planned"]);
+    s.seen.clear();
+    let resumed = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap();
+    s.wait_for("a fresh run is planned", |m| {
+        m["method"] == "planwire/runChanged"
+            && m["params"]["run"]["id"].as_i64() > Some(resumed)
+            && m["params"]["run"]["status"] == "completed"
+    });
+    assert!(argv_of(&w, 2).iter().any(|a| a == "--resume"));
+    assert!(
+        !argv_of(&w, 3).iter().any(|a| a == "--resume"),
+        "the fallback starts fresh"
+    );
+    let runs = s.ok("planwire/getTicket", json!({ "ticketId": ticket }))["runs"].clone();
+    assert_eq!(runs[1]["failure"]["code"], "session_not_found", "{runs}");
+    let reason: String = w
+        .sqlite()
+        .query_row(
+            "SELECT fresh_reason FROM runs WHERE id = ?1",
+            [runs[0]["id"].as_i64().unwrap()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(reason.contains("no longer knows session"), "{reason}");
+    assert_eq!(
+        s.ok("planwire/getTicket", json!({ "ticketId": ticket }))["ticket"]["status"],
+        "planned"
+    );
+}

@@ -166,6 +166,13 @@ async fn resume_with_answers(s: &Arc<Session>, q: &Question, p: AnswerParams) ->
         .map(|(q, a)| format!("Q: {q}\nA: {a}"))
         .collect::<Vec<_>>()
         .join("\n\n");
+    let fresh = prompt::plan_prompt(
+        &ticket.title,
+        &format!(
+            "{}\n\nThe user already answered these questions:\n\n{answers_text}",
+            ticket.description
+        ),
+    );
     let spec = RunSpec {
         tool,
         model: run.model.clone(),
@@ -174,17 +181,12 @@ async fn resume_with_answers(s: &Arc<Session>, q: &Question, p: AnswerParams) ->
             Some(_) => prompt::continuation_prompt(&format!(
                 "The user answered your open questions:\n\n{answers_text}\n\nRefine the plan with these answers."
             )),
-            None => prompt::plan_prompt(
-                &ticket.title,
-                &format!(
-                    "{}\n\nThe user already answered these questions:\n\n{answers_text}",
-                    ticket.description
-                ),
-            ),
+            None => fresh.clone(),
         },
         fresh_reason: resume.is_none().then(|| "no provider session to resume".to_owned()),
         resume,
         retry_of: None,
+        fresh_prompt: Some(fresh),
     };
     match runner::start(s, &ticket, spec).await {
         Ok(new_run) => Ok(AnswerResult { run_id: new_run }),

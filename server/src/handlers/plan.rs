@@ -98,6 +98,9 @@ async fn run_spec(s: &Session, ticket: &Ticket, p: &PlanParams) -> HandlerResult
         model,
         variant,
         prompt,
+        fresh_prompt: resume
+            .is_some()
+            .then(|| prompt::plan_prompt(&ticket.title, &ticket.description)),
         resume,
         retry_of: p.retry_of,
         fresh_reason,

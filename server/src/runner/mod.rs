@@ -47,6 +47,9 @@ pub struct RunSpec {
     pub resume: Option<String>,
     pub retry_of: Option<RunId>,
     pub fresh_reason: Option<String>,
+    /// For a resumed run: the prompt of a fresh start, used when the CLI does not know the
+    /// session any more (the fresh run records why).
+    pub fresh_prompt: Option<String>,
 }
 
 pub fn store_error(e: StoreError) -> ResponseError {
@@ -75,8 +78,17 @@ pub fn planner_program(s: &Session, tool: Tool, model: Option<&str>) -> Result<s
     Ok(program)
 }
 
-/// Creates a run for the ticket and starts its planner. Returns once the process runs.
-pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<RunId, ResponseError> {
+/// Creates a run for the ticket and starts its planner. Resolves once the process runs.
+/// (Boxed: a run that finds its session unknown starts a fresh one from inside its driver.)
+pub fn start<'a>(
+    s: &'a Arc<Session>,
+    ticket: &'a Ticket,
+    spec: RunSpec,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<RunId, ResponseError>> + Send + 'a>> {
+    Box::pin(start_run(s, ticket, spec))
+}
+
+async fn start_run(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<RunId, ResponseError> {
     let tool = spec.tool;
     let root = std::path::PathBuf::from(&ticket.root);
     if !root.is_dir() {
@@ -118,6 +130,23 @@ pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<R
             supervisor::kill_leftover_group(pgid, start);
         }
     }
+    let usage_baseline = match (&spec.resume, tool) {
+        (Some(session), Tool::Codex) => usage_before(s, ticket.id, session).await,
+        _ => None,
+    };
+    let fallback = match (&spec.resume, &spec.fresh_prompt) {
+        (Some(session), Some(prompt)) => Some(RunSpec {
+            tool,
+            model: spec.model.clone(),
+            variant: spec.variant.clone(),
+            prompt: prompt.clone(),
+            resume: None,
+            retry_of: spec.retry_of,
+            fresh_reason: Some(format!("{} no longer knows session {session}", tool.name())),
+            fresh_prompt: None,
+        }),
+        _ => None,
+    };
     let started = Instant::now();
     let child = supervisor::spawn(SpawnSpec {
         program: program.clone(),
@@ -197,6 +226,8 @@ pub async fn start(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<R
         live: HashMap::new(),
         plan_candidate: None,
         ticket_title: ticket.title.clone(),
+        usage_baseline,
+        fallback: fallback.map(|spec| (ticket.clone(), spec)),
     };
     tokio::spawn(driver.drive(child, stop_rx, answer_rx));
     Ok(run_id)
@@ -230,6 +261,10 @@ struct Driver {
     /// A plan the agent offered through ExitPlanMode (which planwire always denies).
     plan_candidate: Option<String>,
     ticket_title: String,
+    /// Codex reports usage cumulative per thread: a resumed run subtracts what the thread had.
+    usage_baseline: Option<[u64; 4]>,
+    /// A fresh start to fall back on when a resumed session turns out to be unknown.
+    fallback: Option<(Ticket, RunSpec)>,
 }
 
 impl Driver {
@@ -386,13 +421,30 @@ impl Driver {
             }
             _ => {}
         }
+        let mut body = ev.body;
+        if let (
+            EventBody::Usage {
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                ..
+            },
+            Some(b),
+        ) = (&mut body, self.usage_baseline)
+        {
+            *input_tokens = input_tokens.saturating_sub(b[0]);
+            *output_tokens = output_tokens.saturating_sub(b[1]);
+            *cache_read_tokens = cache_read_tokens.saturating_sub(b[2]);
+            *cache_write_tokens = cache_write_tokens.saturating_sub(b[3]);
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
         self.pending.push(TranscriptEvent {
             seq,
             ts: now(),
             agent_run_id,
-            body: ev.body,
+            body,
         });
     }
 
@@ -465,7 +517,11 @@ impl Driver {
             plan_candidate: self.plan_candidate.as_deref(),
             ticket_title: &self.ticket_title,
         };
+        let unknown_session = matches!(how, How::Exited(_)) && self.parser.session_not_found(stderr_tail);
         let (mut ending, settle) = decide(how, self.parser.as_ref(), &facts);
+        if let (true, Some(failure)) = (unknown_session, ending.failure.as_mut()) {
+            failure.code = "session_not_found".into();
+        }
         ending.session_id = self.parser.session_id();
         ending.first_output_ms = self.first_output_ms;
         ending.first_final_ms = self.first_final_ms;
@@ -491,6 +547,12 @@ impl Driver {
         self.s.unregister(run);
         notify_changed(&self.s, self.ticket_id, run).await;
         self.progress.end("Planning ended");
+        if let (true, Some((ticket, spec))) = (unknown_session, self.fallback) {
+            // The CLI lost the session (another machine, a cleaned HOME): start over, fresh.
+            if let Err(e) = start(&self.s, &ticket, spec).await {
+                tracing::error!("run {run}: cannot start fresh after an unknown session: {}", e.message);
+            }
+        }
     }
 }
 
@@ -503,6 +565,38 @@ fn truncate(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+/// The usage a provider session had reached at the end of this ticket's last run in it.
+async fn usage_before(s: &Session, ticket: TicketId, session: &str) -> Option<[u64; 4]> {
+    let session = session.to_owned();
+    let payload: Option<String> = s
+        .store
+        .read(move |c| {
+            use rusqlite::OptionalExtension;
+            Ok(c.query_row(
+                "SELECT t.payload FROM transcript t JOIN runs r ON r.id = t.run_id
+                 WHERE r.ticket_id = ?1 AND r.session_id = ?2 AND t.kind = 'usage'
+                 ORDER BY t.run_id DESC, t.seq DESC LIMIT 1",
+                rusqlite::params![ticket, session],
+                |r| r.get(0),
+            )
+            .optional()?)
+        })
+        .await
+        .ok()
+        .flatten();
+    let event: TranscriptEvent = serde_json::from_str(&payload?).ok()?;
+    match event.body {
+        EventBody::Usage {
+            input_tokens,
+            output_tokens,
+            cache_read_tokens,
+            cache_write_tokens,
+            ..
+        } => Some([input_tokens, output_tokens, cache_read_tokens, cache_write_tokens]),
+        _ => None,
+    }
 }
 
 /// Sends `ticketChanged` with the stored ticket.
