@@ -1,0 +1,108 @@
+// Wire types of the planwire protocol, as the extension sees them (camelCase JSON).
+// The source of truth is protocol/src/lib.rs and protocol/src/methods.rs in the planwire repo.
+
+export type TicketStatus = 'draft' | 'queued' | 'planning' | 'needs_input' | 'planned' | 'failed' | 'stopped';
+export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+
+export interface Plan {
+  title: string;
+  description: string;
+  acceptanceCriteria?: string[];
+  openQuestions?: string[];
+  dependencies?: string[];
+}
+
+export interface QuestionOption { label: string; description?: string }
+export interface QuestionItem {
+  header: string;
+  question: string;
+  options?: QuestionOption[];
+  multiSelect?: boolean;
+  allowOther?: boolean;
+}
+export interface Question {
+  id: number;
+  ticketId: number;
+  runId: number;
+  status: 'open' | 'answered' | 'dismissed' | 'stale';
+  source: 'live' | 'plan';
+  items: QuestionItem[];
+}
+export interface Answer { selected: string[]; other?: string }
+
+export interface Ticket {
+  id: number;
+  root: string;
+  title: string;
+  description: string;
+  status: TicketStatus;
+  tool: string;
+  model?: string | null;
+  variant?: string | null;
+  createdAt: string;
+  updatedAt: string;
+  plan?: Plan | null;
+  openQuestions?: Question[];
+}
+
+export interface Failure { code: string; message: string }
+
+export interface Run {
+  id: number;
+  ticketId: number;
+  status: RunStatus;
+  tool: string;
+  model?: string | null;
+  variant?: string | null;
+  createdAt: string;
+  startedAt?: string | null;
+  endedAt?: string | null;
+  exitCode?: number | null;
+  signal?: number | null;
+  failure?: Failure | null;
+  providerSessionId?: string | null;
+  lastSeq: number;
+}
+
+export interface Message {
+  id: number;
+  kind: string;
+  text: string;
+  runId?: number | null;
+  createdAt: string;
+}
+
+interface EventBase { seq: number; ts: string; agentRunId?: number }
+export type TranscriptEvent = EventBase & (
+  | { kind: 'text'; text: string; final: boolean }
+  | { kind: 'reasoning'; text: string }
+  | { kind: 'toolCall'; callId: string; name: string; input: string }
+  | { kind: 'toolResult'; callId: string; status: 'running' | 'completed' | 'error'; output: string }
+  | { kind: 'subagent'; phase: 'start' | 'end'; label: string; status?: string }
+  | { kind: 'usage'; inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number }
+  | { kind: 'session'; providerSessionId: string }
+  | { kind: 'error'; errorKind: string; message: string }
+  | { kind: 'question'; questionId: number }
+  | { kind: 'raw'; line: string }
+);
+
+export interface PlannerInfo {
+  tool: string;
+  found: boolean;
+  path?: string | null;
+  version?: string | null;
+  supported: boolean;
+  hint?: string;
+}
+
+export interface GetTicketResult { ticket: Ticket; messages: Message[]; questions: Question[]; runs: Run[] }
+export interface GetTranscriptResult { events: TranscriptEvent[]; lastSeq: number; done: boolean }
+export interface StatusResult {
+  activeRuns: Run[];
+  planners: PlannerInfo[];
+  store: { path: string; schemaVersion: number; tickets: number; runs: number };
+}
+export interface TranscriptParams { ticketId: number; runId: number; events: TranscriptEvent[] }
+
+export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ['queued', 'running'];
+export const ACTIVE_TICKET_STATUSES: readonly TicketStatus[] = ['queued', 'planning'];

@@ -1,0 +1,134 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { applyEvents, countBlocks, newRunTranscript, stripPlanBlock } from '../../src/pure/transcript';
+import type { TranscriptEvent } from '../../src/pure/types';
+
+let ts = 0;
+const at = () => new Date(Date.UTC(2025, 0, 1, 0, 0, ts++)).toISOString();
+const text = (seq: number, t: string, final = false, agentRunId?: number): TranscriptEvent => ({ seq, ts: at(), kind: 'text', text: t, final, agentRunId });
+
+const texts = (t: ReturnType<typeof newRunTranscript>) => t.blocks.map((b) => (b.type === 'text' ? b.text : `<${b.type}>`)).join('|');
+
+test('applies events in order; each text event is a block of its own', () => {
+  const t = newRunTranscript(1);
+  const r = applyEvents(t, [text(1, 'Hello.'), text(2, 'World.')]);
+  assert.equal(r.applied, 2);
+  assert.equal(t.lastSeq, 2);
+  assert.deepEqual(t.blocks[0], { type: 'text', key: 'r1-s1', text: 'Hello.', final: false });
+  assert.equal(texts(t), 'Hello.|World.');
+});
+
+test('drops events it already has (no doubles)', () => {
+  const t = newRunTranscript(1);
+  applyEvents(t, [text(1, 'a'), text(2, 'b')]);
+  const r = applyEvents(t, [text(2, 'b'), text(3, 'c')]);
+  assert.equal(r.applied, 1);
+  assert.equal(r.duplicates, 1);
+  assert.equal(texts(t), 'a|b|c');
+  assert.equal(t.applied, 3);
+});
+
+test('holds events back behind a gap until catch-up fills it (no holes)', () => {
+  const t = newRunTranscript(7);
+  applyEvents(t, [text(1, 'one ')]);
+  const r = applyEvents(t, [text(3, 'three')]);
+  assert.equal(r.applied, 0);
+  assert.equal(r.needsCatchUp, true);
+  assert.equal(t.lastSeq, 1);
+  // getTranscript { afterSeq: 1 } returns 2 and 3; 3 is a duplicate of the held one
+  const r2 = applyEvents(t, [text(2, 'two '), text(3, 'three')]);
+  assert.equal(r2.applied, 2);
+  assert.equal(r2.needsCatchUp, false);
+  assert.equal(texts(t), 'one |two |three');
+  assert.equal(t.applied, t.lastSeq);
+});
+
+test('a catch-up page and live notifications interleaved in any order give each event once', () => {
+  const all: TranscriptEvent[] = Array.from({ length: 40 }, (_, i) => text(i + 1, `${i + 1} `));
+  const t = newRunTranscript(2);
+  applyEvents(t, all.slice(20, 25)); // live notifications that arrived first
+  applyEvents(t, all.slice(0, 22)); // catch-up page
+  applyEvents(t, all.slice(22, 30)); // overlapping live batch
+  applyEvents(t, all.slice(25, 40)); // second page
+  assert.equal(t.lastSeq, 40);
+  assert.equal(t.applied, 40);
+  assert.equal(texts(t), all.map((e) => (e as { text: string }).text).join('|'));
+});
+
+test('tool calls become rows with their result and status', () => {
+  const t = newRunTranscript(1);
+  applyEvents(t, [
+    { seq: 1, ts: at(), kind: 'toolCall', callId: 'c1', name: 'Read', input: 'src/main.rs' },
+    { seq: 2, ts: at(), kind: 'toolCall', callId: 'c2', name: 'Bash', input: 'cargo test' },
+    { seq: 3, ts: at(), kind: 'toolResult', callId: 'c1', status: 'completed', output: 'fn main() {}' },
+    { seq: 4, ts: at(), kind: 'toolResult', callId: 'c2', status: 'error', output: 'permission denied' },
+  ]);
+  assert.equal(t.blocks.length, 2);
+  assert.deepEqual(
+    t.blocks.map((b) => b.type === 'tool' && [b.name, b.status, b.output]),
+    [['Read', 'completed', 'fn main() {}'], ['Bash', 'error', 'permission denied']],
+  );
+});
+
+test('subagent events nest under the subagent block, and the main agent continues at top level', () => {
+  const t = newRunTranscript(1);
+  applyEvents(t, [
+    text(1, 'Let me look around.', false, 10),
+    { seq: 2, ts: at(), kind: 'toolCall', callId: 'task', name: 'Task', input: 'explore the parser', agentRunId: 10 },
+    { seq: 3, ts: at(), kind: 'subagent', phase: 'start', label: 'explore the parser', agentRunId: 11 },
+    { seq: 4, ts: at(), kind: 'toolCall', callId: 'g1', name: 'Grep', input: 'fn parse', agentRunId: 11 },
+    { seq: 5, ts: at(), kind: 'toolResult', callId: 'g1', status: 'completed', output: '3 matches', agentRunId: 11 },
+    text(6, 'The parser lives in parse.rs.', false, 11),
+    { seq: 7, ts: at(), kind: 'subagent', phase: 'end', label: 'explore the parser', status: 'completed', agentRunId: 11 },
+    { seq: 8, ts: at(), kind: 'toolResult', callId: 'task', status: 'completed', output: 'done', agentRunId: 10 },
+    text(9, 'Now the plan.', true, 10),
+  ]);
+  const types = t.blocks.map((b) => b.type);
+  assert.deepEqual(types, ['text', 'tool', 'subagent', 'text']);
+  const sub = t.blocks[2];
+  assert.ok(sub.type === 'subagent');
+  assert.equal(sub.ended, true);
+  assert.equal(sub.status, 'completed');
+  assert.deepEqual(sub.children.map((b) => b.type), ['tool', 'text']);
+  assert.equal(countBlocks(t.blocks), 6);
+});
+
+test('reasoning, errors, usage, session, questions and raw lines', () => {
+  const t = newRunTranscript(1);
+  applyEvents(t, [
+    { seq: 1, ts: at(), kind: 'reasoning', text: 'Thinking about the layout.' },
+    { seq: 2, ts: at(), kind: 'reasoning', text: 'Then the tests.' },
+    { seq: 3, ts: at(), kind: 'session', providerSessionId: 'abc' },
+    { seq: 4, ts: at(), kind: 'raw', line: '{"type":"x"}' },
+    { seq: 5, ts: at(), kind: 'raw', line: '{"type":"y"}' },
+    { seq: 6, ts: at(), kind: 'error', errorKind: 'rate_limit', message: 'slow down' },
+    { seq: 7, ts: at(), kind: 'question', questionId: 4 },
+    { seq: 8, ts: at(), kind: 'usage', inputTokens: 1200, outputTokens: 300, cacheReadTokens: 50, cacheWriteTokens: 5, costUsd: 0.0123 },
+  ]);
+  assert.deepEqual(t.blocks.map((b) => b.type), ['reasoning', 'raw', 'error', 'question']);
+  assert.equal((t.blocks[0] as { text: string }).text, 'Thinking about the layout.\n\nThen the tests.');
+  assert.deepEqual((t.blocks[1] as { lines: string[] }).lines, ['{"type":"x"}', '{"type":"y"}']);
+  assert.equal(t.providerSessionId, 'abc');
+  assert.equal(t.usage?.costUsd, 0.0123);
+});
+
+test('an unknown event kind is kept visible as a raw line', () => {
+  const t = newRunTranscript(1);
+  applyEvents(t, [{ seq: 1, ts: at(), kind: 'future', x: 1 } as unknown as TranscriptEvent]);
+  assert.equal(t.blocks[0].type, 'raw');
+});
+
+test('final text starts a new block after non-final text', () => {
+  const t = newRunTranscript(1);
+  applyEvents(t, [text(1, 'Looking.'), text(2, 'Here is the plan.', true)]);
+  assert.deepEqual(t.blocks.map((b) => b.type === 'text' && b.final), [false, true]);
+});
+
+test('stripPlanBlock removes the plan JSON, closed, still streaming, or a partial tag', () => {
+  assert.equal(stripPlanBlock('Done.\n<planwire-plan>{"title":"x"}</planwire-plan>\nBye'), 'Done.\n\nBye');
+  assert.equal(stripPlanBlock('Summary first.\n<planwire-plan>{"title": "x", "descr'), 'Summary first.');
+  assert.equal(stripPlanBlock('Summary.\n<planwire-pl'), 'Summary.');
+  assert.equal(stripPlanBlock('Summary.\n```json\n<planwire-plan>{}</planwire-plan>\n```'), 'Summary.');
+  assert.equal(stripPlanBlock('a < b and <planwire is fine'), 'a < b and <planwire is fine');
+  assert.equal(stripPlanBlock('<planwire-plan>{}</planwire-plan>'), '');
+});
