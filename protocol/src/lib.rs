@@ -10,9 +10,13 @@ use schemars::JsonSchema;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 pub mod errors;
+pub mod initiative;
+pub mod memory;
 pub mod methods;
 pub mod schema;
 pub use errors::{ErrorCode, ErrorData, ResponseError};
+pub use initiative::*;
+pub use memory::*;
 pub use methods::*;
 pub use schema::schema;
 
@@ -101,6 +105,7 @@ wire_names!(TicketStatus { Draft = "draft", Queued = "queued", Planning = "plann
 wire_names!(RunStatus { Queued = "queued", Running = "running", Completed = "completed", Failed = "failed", Cancelled = "cancelled", Interrupted = "interrupted" });
 wire_names!(QuestionStatus { Open = "open", Answered = "answered", Dismissed = "dismissed", Stale = "stale" });
 wire_names!(QuestionSource { Live = "live", Plan = "plan" });
+wire_names!(MemorySuggestionStatus { Open = "open", Accepted = "accepted", Rejected = "rejected" });
 
 /// The plan a run produced, as the planner returned it inside `<planwire-plan>`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -115,6 +120,9 @@ pub struct Plan {
     pub open_questions: Vec<String>,
     #[serde(default)]
     pub dependencies: Vec<String>,
+    /// Short durable facts about the project the planner proposes for its memory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_suggestions: Vec<String>,
 }
 
 /// A ticket: a piece of work in a repository, and the plan made for it.
@@ -138,6 +146,12 @@ pub struct Ticket {
     /// Question records that are `open` or `stale`.
     #[serde(default)]
     pub open_questions: Vec<Question>,
+    /// Tickets this one depends on (from a breakdown), `[]` when none.
+    #[serde(default)]
+    pub depends_on: Vec<TicketId>,
+    /// The breakdown run that created this ticket, if one did.
+    #[serde(default)]
+    pub initiative_run_id: Option<RunId>,
 }
 
 /// Why a run failed (or was interrupted).
@@ -155,7 +169,12 @@ pub struct Failure {
 #[serde(rename_all = "camelCase")]
 pub struct Run {
     pub id: RunId,
-    pub ticket_id: TicketId,
+    /// The ticket planned; null for a breakdown, which has no ticket of its own.
+    pub ticket_id: Option<TicketId>,
+    /// `plan` (one ticket) or `breakdown` (an initiative into tickets).
+    pub kind: String,
+    /// The project root the run planned in.
+    pub root: String,
     pub status: RunStatus,
     pub tool: String,
     pub model: Option<String>,
@@ -429,6 +448,12 @@ pub struct InitializationOptions {
     /// Per-planner settings, keyed by tool name.
     #[serde(default)]
     pub planners: std::collections::BTreeMap<String, PlannerOptions>,
+    /// The language plans are written in, for projects that set none (else the `locale` of
+    /// `initialize`; without either, no language is asked for).
+    pub output_language: Option<String>,
+    /// Skills added to every prompt; a project's skill of the same name replaces one of these.
+    #[serde(default)]
+    pub skills: Vec<Skill>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -44,8 +44,8 @@ request!(
     StartPlan, "planwire/plan", PlanParams, PlanResult
 );
 request!(
-    /// Stops the ticket's active run; answers once its process group is gone.
-    Stop, "planwire/stop", TicketRef, StopResult
+    /// Stops the ticket's active run (or the run named, e.g. a breakdown); answers once its process group is gone.
+    Stop, "planwire/stop", StopParams, StopResult
 );
 request!(
     /// Active runs, the planners found, and facts about the store.
@@ -58,6 +58,59 @@ request!(
 request!(
     /// A page of a run's transcript after a seq, for catching up.
     GetTranscript, "planwire/getTranscript", GetTranscriptParams, GetTranscriptResult
+);
+request!(
+    /// Deletes a ticket with its runs, transcript, messages and questions (not while it is planned).
+    DeleteTicket, "planwire/deleteTicket", TicketRef, DeleteTicketResult
+);
+request!(
+    /// Breaks an initiative into dependent tickets: one run, two passes (outline, expansion).
+    Breakdown, "planwire/breakdown", BreakdownParams, BreakdownResult
+);
+request!(
+    /// A run with its agent runs (passes, research and subagents); where a breakdown's status lives.
+    GetRun, "planwire/getRun", GetRunParams, GetRunResult
+);
+request!(
+    /// Links another repository to a project, for research before planning.
+    LinkProject, "planwire/linkProject", LinkProjectParams, LinksResult
+);
+request!(
+    /// Removes a linked repository from a project.
+    UnlinkProject, "planwire/unlinkProject", UnlinkProjectParams, LinksResult
+);
+request!(
+    /// The repositories linked to a project.
+    ListLinks, "planwire/listLinks", ListLinksParams, LinksResult
+);
+
+request!(
+    /// Sets a project's prompt settings (fields left out keep their value); returns them all.
+    SetProjectSettings, "planwire/setProjectSettings", SetProjectSettingsParams, ProjectSettings
+);
+request!(
+    /// A project's prompt settings (the defaults when it never set any).
+    GetProjectSettings, "planwire/getProjectSettings", ProjectRef, ProjectSettings
+);
+request!(
+    /// A project's memory entries and memory suggestions, newest first.
+    MemoryList, "planwire/memory/list", ProjectRef, MemoryListResult
+);
+request!(
+    /// Adds an entry to a project's memory.
+    MemoryAdd, "planwire/memory/add", MemoryAddParams, MemoryEntry
+);
+request!(
+    /// Removes an entry from a project's memory.
+    MemoryRemove, "planwire/memory/remove", MemoryRemoveParams, MemoryRemoveResult
+);
+request!(
+    /// Accepts an open memory suggestion: it becomes a memory entry.
+    MemoryAccept, "planwire/memory/accept", MemorySuggestionRef, MemoryEntry
+);
+request!(
+    /// Rejects an open memory suggestion.
+    MemoryReject, "planwire/memory/reject", MemorySuggestionRef, MemorySuggestion
 );
 
 notification!(
@@ -93,6 +146,19 @@ pub fn visit_methods(v: &mut impl MethodVisitor) {
     v.request::<Status>();
     v.request::<AnswerQuestion>();
     v.request::<GetTranscript>();
+    v.request::<DeleteTicket>();
+    v.request::<Breakdown>();
+    v.request::<GetRun>();
+    v.request::<LinkProject>();
+    v.request::<UnlinkProject>();
+    v.request::<ListLinks>();
+    v.request::<SetProjectSettings>();
+    v.request::<GetProjectSettings>();
+    v.request::<MemoryList>();
+    v.request::<MemoryAdd>();
+    v.request::<MemoryRemove>();
+    v.request::<MemoryAccept>();
+    v.request::<MemoryReject>();
     v.notification::<TranscriptNotification>();
     v.notification::<TicketChanged>();
     v.notification::<RunChanged>();
@@ -124,6 +190,9 @@ pub struct ListTicketsParams {
     /// Only tickets of this root.
     #[serde(default)]
     pub root: Option<String>,
+    /// Only the tickets a breakdown created.
+    #[serde(default)]
+    pub initiative_run_id: Option<RunId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -145,6 +214,9 @@ pub struct GetTicketResult {
     pub messages: Vec<Message>,
     pub questions: Vec<Question>,
     pub runs: Vec<Run>,
+    /// Memory suggestions of the ticket's plans, oldest first; left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_suggestions: Vec<TicketMemorySuggestion>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -178,6 +250,23 @@ pub struct PlanParams {
 pub struct PlanResult {
     pub ticket_id: TicketId,
     pub run_id: RunId,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteTicketResult {
+    pub deleted: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StopParams {
+    /// Stop this ticket's active run…
+    #[serde(default)]
+    pub ticket_id: Option<TicketId>,
+    /// …or this run (a breakdown has no ticket).
+    #[serde(default)]
+    pub run_id: Option<RunId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -256,7 +345,8 @@ pub struct GetTranscriptResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TranscriptParams {
-    pub ticket_id: TicketId,
+    /// Null for a breakdown's transcript.
+    pub ticket_id: Option<TicketId>,
     pub run_id: RunId,
     pub events: Vec<TranscriptEvent>,
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use planwire_protocol::InitializationOptions;
+use planwire_protocol::{InitializationOptions, Skill};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -18,6 +18,12 @@ pub struct Config {
     pub default_tool: String,
     /// Explicit CLI paths, by tool name.
     pub planner_paths: BTreeMap<String, PathBuf>,
+    /// The user's default output language (`initializationOptions.outputLanguage`).
+    pub output_language: Option<String>,
+    /// The user's default skills, added to every project's prompts.
+    pub skills: Vec<Skill>,
+    /// The `locale` the client sent in `initialize`: the output language when none is set.
+    pub locale: Option<String>,
 }
 
 impl Config {
@@ -35,6 +41,14 @@ impl Config {
                 .iter()
                 .filter_map(|(tool, o)| Some((tool.clone(), PathBuf::from(o.path.as_ref()?))))
                 .collect(),
+            output_language: opts
+                .output_language
+                .as_deref()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned),
+            skills: opts.skills.clone(),
+            locale: None,
         }
     }
 }

@@ -131,7 +131,14 @@ async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Val
         .pointer("/capabilities/window/workDoneProgress")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let config = Config::from_options(&options);
+    let mut config = Config::from_options(&options);
+    // LSP's `locale`: the output language when neither the project nor the user set one.
+    config.locale = params
+        .get("locale")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned);
     let store = Store::open(&config.db_path)
         .map_err(|e| ResponseError::new(ErrorCode::InternalError, format!("cannot open the database: {e}")))?;
     recover(&store).await;

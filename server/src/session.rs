@@ -26,7 +26,8 @@ pub struct Session {
 /// How to reach a run this process drives.
 #[derive(Clone)]
 pub struct RunHandle {
-    pub ticket_id: TicketId,
+    /// None for a breakdown.
+    pub ticket_id: Option<TicketId>,
     /// Ask the run to stop; the reply comes once its process group is gone and it is recorded.
     pub stop: mpsc::Sender<oneshot::Sender<()>>,
     /// Answers to the live questions the run is waiting on.
@@ -74,7 +75,7 @@ impl Session {
     pub fn run_of_ticket(&self, ticket: TicketId) -> Option<(RunId, RunHandle)> {
         let runs = self.runs.lock().expect("runs");
         runs.iter()
-            .find(|(_, h)| h.ticket_id == ticket)
+            .find(|(_, h)| h.ticket_id == Some(ticket))
             .map(|(id, h)| (*id, h.clone()))
     }
 

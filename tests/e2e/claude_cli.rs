@@ -20,6 +20,7 @@ d="{d}"
 if [ "$1" = "--version" ]; then echo "2.1.197 (Claude Code)"; exit 0; fi
 n=$(( $(cat "$d/claude-count" 2>/dev/null || echo 0) + 1 ))
 echo $n > "$d/claude-count"
+pwd > "$d/claude-cwd.$n"
 python3 -c 'import json,sys; json.dump(sys.argv[2:], open(sys.argv[1], "w"))' "$d/claude-argv.$n.json" "$@"
 s=$(sed -n "${{n}}p" "$d/claude-scripts")
 [ -n "$s" ] || s=$(tail -n 1 "$d/claude-scripts")
@@ -31,6 +32,38 @@ PLANWIRE_REPLAY_STDIN_LOG="$d/claude-stdin.$n.log" exec "{BIN}" replay "$s"
 
 fn fake_claude(w: &World, script: &str) {
     fake_claude_sequence(w, &[script]);
+}
+
+/// The working directory of invocation `n` (from 1).
+pub fn cwd_of(w: &World, n: usize) -> String {
+    std::fs::read_to_string(w.path(&format!("claude-cwd.{n}")))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// A script that replays the real `a_plain` recording (init, thinking, text, result) with
+/// `text` as the answer and `session` as the session id, then exits with `exit`.
+pub fn answer_script(w: &World, name: &str, session: &str, text: &str, exit: i32) -> String {
+    let recorded = include_str!("../fixtures/claude/a_plain.stdout.jsonl");
+    let mut lines = Vec::new();
+    for line in recorded.lines().filter(|l| !l.trim().is_empty()) {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["session_id"] = json!(session);
+        if v["type"] == "assistant" && v["message"]["content"][0]["type"] == "text" {
+            v["message"]["content"][0]["text"] = json!(text);
+        }
+        if v["type"] == "result" {
+            v["result"] = json!(text);
+            if exit != 0 {
+                v["is_error"] = json!(true);
+                v["result"] = json!("API Error: 500 mock failure");
+            }
+        }
+        lines.push(json!({ "out": v.to_string() }));
+    }
+    lines.push(json!({ "exit": exit }));
+    w.script(name, &lines)
 }
 
 /// The argv of invocation `n` (from 1).

@@ -3,12 +3,17 @@
 
 mod harness;
 
+mod initiative;
+
 mod bad_input;
 mod claude_cli;
 mod lifecycle;
+mod memory;
 mod planning;
 mod questions;
 mod realcli;
+mod realcli_codex;
+mod realcli_opencode;
 mod recovery;
 mod stop;
 mod terminal;

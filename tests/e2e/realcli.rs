@@ -101,7 +101,7 @@ fn claude_server(w: &World, mock: &Mock) -> Server {
     s
 }
 
-fn new_ticket(s: &mut Server, w: &World, tool: &str) -> i64 {
+pub fn new_ticket(s: &mut Server, w: &World, tool: &str) -> i64 {
     let t = s.ok(
         "planwire/createTicket",
         json!({ "root": w.root(), "title": "Change the greeting", "description": "Make it say hi.", "tool": tool }),
@@ -109,11 +109,11 @@ fn new_ticket(s: &mut Server, w: &World, tool: &str) -> i64 {
     t["id"].as_i64().unwrap()
 }
 
-fn kinds(events: &[Value]) -> Vec<String> {
+pub fn kinds(events: &[Value]) -> Vec<String> {
     events.iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
 }
 
-fn transcript(s: &mut Server, run: i64) -> Vec<Value> {
+pub fn transcript(s: &mut Server, run: i64) -> Vec<Value> {
     let page = s.ok("planwire/getTranscript", json!({ "runId": run }));
     let events = page["events"].as_array().unwrap().clone();
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();

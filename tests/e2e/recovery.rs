@@ -59,8 +59,8 @@ fn recovery_never_kills_a_recycled_process_group() {
     let innocent = std::process::Command::new("sleep").arg("30").spawn().unwrap();
     w.sqlite()
         .execute(
-            "INSERT INTO runs (ticket_id, status, tool, prev_ticket_status, owner_pid, owner_start, pgid, child_pid, child_start, created_at)
-             VALUES (?1, 'running', 'script', 'draft', 999999, 1, ?2, ?2, ?3, 'x')",
+            "INSERT INTO runs (ticket_id, project_id, status, tool, prev_ticket_status, owner_pid, owner_start, pgid, child_pid, child_start, created_at)
+             VALUES (?1, (SELECT project_id FROM tickets WHERE id = ?1), 'running', 'script', 'draft', 999999, 1, ?2, ?2, ?3, 'x')",
             rusqlite::params![t["id"].as_i64().unwrap(), me, my_start + 1],
         )
         .unwrap();

@@ -14,7 +14,7 @@ use std::time::Instant;
 use planwire_protocol::{
     AgentRunId, Answer, AnswerParams, AnswerQuestion, EventBody, GetTicket, GetTicketResult, GetTranscript,
     GetTranscriptParams, PlanParams, PlanResult, QuestionItem, QuestionNotification, QuestionSource, RunChanged,
-    RunStatus, StartPlan, Stop, SubagentPhase, TicketRef, TicketStatus, ToolStatus, TranscriptEvent,
+    RunStatus, StartPlan, Stop, StopParams, SubagentPhase, TicketRef, TicketStatus, ToolStatus, TranscriptEvent,
     TranscriptNotification,
 };
 use tokio::signal::unix::{signal, SignalKind};
@@ -176,7 +176,13 @@ async fn stop(client: &mut Client, screen: &Screen, ticket_id: i64) {
             std::process::exit(130);
         }
     });
-    if let Err(e) = client.call::<Stop>(TicketRef { ticket_id }).await {
+    if let Err(e) = client
+        .call::<Stop>(StopParams {
+            ticket_id: Some(ticket_id),
+            run_id: None,
+        })
+        .await
+    {
         screen.error(&format!("planwire: stop failed: {}", e.message));
     }
 }

@@ -20,7 +20,10 @@ pub async fn list(args: TicketsArgs) -> i32 {
         Err(e) => return fail(e.message),
     };
     let result = client
-        .call::<ListTickets>(ListTicketsParams { root: root.clone() })
+        .call::<ListTickets>(ListTicketsParams {
+            root: root.clone(),
+            initiative_run_id: None,
+        })
         .await;
     client.shutdown().await;
     let tickets = match result {

@@ -12,7 +12,7 @@ use planwire_protocol::{
 use tokio::sync::oneshot;
 
 use super::create_ticket::check_tool;
-use super::{invalid_params, HandlerResult};
+use super::{invalid_params, settings, HandlerResult};
 use crate::planners::prompt;
 use crate::runner::{self, answer_pairs, notify_ticket, store_error, RunSpec};
 use crate::session::{LiveAnswer, LiveReply, Session};
@@ -166,21 +166,26 @@ async fn resume_with_answers(s: &Arc<Session>, q: &Question, p: AnswerParams) ->
         .map(|(q, a)| format!("Q: {q}\nA: {a}"))
         .collect::<Vec<_>>()
         .join("\n\n");
+    let used = settings::prompt_settings(s, &ticket.root).await;
     let fresh = prompt::plan_prompt(
         &ticket.title,
         &format!(
             "{}\n\nThe user already answered these questions:\n\n{answers_text}",
             ticket.description
         ),
+        &used,
     );
     let spec = RunSpec {
         tool,
         model: run.model.clone(),
         variant: run.variant.clone(),
         prompt: match &resume {
-            Some(_) => prompt::continuation_prompt(&format!(
-                "The user answered your open questions:\n\n{answers_text}\n\nRefine the plan with these answers."
-            )),
+            Some(_) => prompt::continuation_prompt(
+                &format!(
+                    "The user answered your open questions:\n\n{answers_text}\n\nRefine the plan with these answers."
+                ),
+                &used,
+            ),
             None => fresh.clone(),
         },
         fresh_reason: resume.is_none().then(|| "no provider session to resume".to_owned()),
@@ -189,7 +194,10 @@ async fn resume_with_answers(s: &Arc<Session>, q: &Question, p: AnswerParams) ->
         fresh_prompt: Some(fresh),
     };
     match runner::start(s, &ticket, spec).await {
-        Ok(new_run) => Ok(AnswerResult { run_id: new_run }),
+        Ok(new_run) => {
+            settings::record(s, new_run, &used).await;
+            Ok(AnswerResult { run_id: new_run })
+        }
         Err(e) => {
             let _ = s.store.write(move |c| questions::reopen(c, qid, prev)).await;
             Err(e)

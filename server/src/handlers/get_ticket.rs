@@ -7,7 +7,7 @@ use planwire_protocol::{GetTicketResult, TicketRef};
 use super::HandlerResult;
 use crate::runner::store_error;
 use crate::session::Session;
-use crate::store::{questions, runs, tickets};
+use crate::store::{memory, questions, runs, tickets};
 
 pub async fn handle(s: Arc<Session>, p: TicketRef) -> HandlerResult<GetTicketResult> {
     let id = p.ticket_id;
@@ -18,6 +18,7 @@ pub async fn handle(s: Arc<Session>, p: TicketRef) -> HandlerResult<GetTicketRes
                 messages: tickets::messages(c, id)?,
                 questions: questions::for_ticket(c, id)?,
                 runs: runs::for_ticket(c, id)?,
+                memory_suggestions: memory::for_ticket(c, id)?,
             })
         })
         .await

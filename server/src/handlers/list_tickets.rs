@@ -10,13 +10,14 @@ use crate::session::Session;
 use crate::store::tickets;
 
 pub async fn handle(s: Arc<Session>, p: ListTicketsParams) -> HandlerResult<ListTicketsResult> {
+    let initiative = p.initiative_run_id;
     // Roots are stored canonical; match what the client names the same way.
     let root = p
         .root
         .map(|r| std::fs::canonicalize(&r).map(|p| p.display().to_string()).unwrap_or(r));
     let tickets = s
         .store
-        .read(move |c| tickets::list(c, root.as_deref()))
+        .read(move |c| tickets::list(c, root.as_deref(), initiative))
         .await
         .map_err(store_error)?;
     Ok(ListTicketsResult { tickets })

@@ -6,13 +6,27 @@
 //! up the rest, and `$/cancelRequest` can abort it.
 
 mod answer;
-mod create_ticket;
+mod breakdown;
+pub(crate) mod create_ticket;
+mod delete_ticket;
+mod get_project_settings;
+mod get_run;
 mod get_ticket;
 mod get_transcript;
+mod link_project;
+mod list_links;
 mod list_tickets;
+mod memory_accept;
+mod memory_add;
+mod memory_list;
+mod memory_reject;
+mod memory_remove;
 mod plan;
+mod set_project_settings;
+pub(crate) mod settings;
 mod status;
 mod stop;
+mod unlink_project;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -35,6 +49,23 @@ pub async fn dispatch(s: Arc<Session>, method: &str, params: Value) -> HandlerRe
         p::Status::METHOD => call::<p::Status, _, _>(s, params, status::handle).await,
         p::AnswerQuestion::METHOD => call::<p::AnswerQuestion, _, _>(s, params, answer::handle).await,
         p::GetTranscript::METHOD => call::<p::GetTranscript, _, _>(s, params, get_transcript::handle).await,
+        p::SetProjectSettings::METHOD => {
+            call::<p::SetProjectSettings, _, _>(s, params, set_project_settings::handle).await
+        }
+        p::GetProjectSettings::METHOD => {
+            call::<p::GetProjectSettings, _, _>(s, params, get_project_settings::handle).await
+        }
+        p::MemoryList::METHOD => call::<p::MemoryList, _, _>(s, params, memory_list::handle).await,
+        p::MemoryAdd::METHOD => call::<p::MemoryAdd, _, _>(s, params, memory_add::handle).await,
+        p::MemoryRemove::METHOD => call::<p::MemoryRemove, _, _>(s, params, memory_remove::handle).await,
+        p::MemoryAccept::METHOD => call::<p::MemoryAccept, _, _>(s, params, memory_accept::handle).await,
+        p::MemoryReject::METHOD => call::<p::MemoryReject, _, _>(s, params, memory_reject::handle).await,
+        p::DeleteTicket::METHOD => call::<p::DeleteTicket, _, _>(s, params, delete_ticket::handle).await,
+        p::Breakdown::METHOD => call::<p::Breakdown, _, _>(s, params, breakdown::handle).await,
+        p::GetRun::METHOD => call::<p::GetRun, _, _>(s, params, get_run::handle).await,
+        p::LinkProject::METHOD => call::<p::LinkProject, _, _>(s, params, link_project::handle).await,
+        p::UnlinkProject::METHOD => call::<p::UnlinkProject, _, _>(s, params, unlink_project::handle).await,
+        p::ListLinks::METHOD => call::<p::ListLinks, _, _>(s, params, list_links::handle).await,
         _ => Err(ResponseError::new(
             ErrorCode::MethodNotFound,
             format!("unknown method {method}"),

@@ -1,14 +1,14 @@
 //! `planwire/plan`: start planning a ticket (creating it first when given root, title and
 //! description). A ticket planned before resumes its provider session unless `fresh`;
-//! `retryOf` re-runs exactly that run's tool, model and variant.
+//! `retryOf` re-runs exactly that run's tool, model, variant and prompt settings.
 
 use std::sync::Arc;
 
 use planwire_protocol::{CreateTicketParams, PlanParams, PlanResult, Ticket};
 
 use super::create_ticket::{check_tool, create};
-use super::{invalid_params, HandlerResult};
-use crate::planners::prompt;
+use super::{invalid_params, settings, HandlerResult};
+use crate::planners::prompt::{self, PromptSettings};
 use crate::runner::{self, store_error, RunSpec};
 use crate::session::Session;
 use crate::store::{runs, tickets};
@@ -41,19 +41,20 @@ pub async fn handle(s: Arc<Session>, p: PlanParams) -> HandlerResult<PlanResult>
             ))
         }
     };
-    let spec = run_spec(&s, &ticket, &p).await?;
+    let (spec, used) = run_spec(&s, &ticket, &p).await?;
     let run_id = runner::start(&s, &ticket, spec).await?;
+    settings::record(&s, run_id, &used).await;
     Ok(PlanResult {
         ticket_id: ticket.id,
         run_id,
     })
 }
 
-async fn run_spec(s: &Session, ticket: &Ticket, p: &PlanParams) -> HandlerResult<RunSpec> {
+async fn run_spec(s: &Session, ticket: &Ticket, p: &PlanParams) -> HandlerResult<(RunSpec, PromptSettings)> {
     let (tool, model, variant) = match p.retry_of {
         Some(run_id) => {
             let run = s.store.read(move |c| runs::get(c, run_id)).await.map_err(store_error)?;
-            if run.ticket_id != ticket.id {
+            if run.ticket_id != Some(ticket.id) {
                 return Err(invalid_params(format!(
                     "field `retryOf`: run {run_id} is not a run of ticket {}",
                     ticket.id
@@ -86,23 +87,36 @@ async fn run_spec(s: &Session, ticket: &Ticket, p: &PlanParams) -> HandlerResult
         Some((_, session_id)) if ticket.plan.is_some() => (Some(session_id), None),
         _ => (None, None),
     };
-    let prompt = match &resume {
-        Some(_) => prompt::continuation_prompt(&format!(
-            "The user asked to plan this ticket again. It now reads:\n\nTitle: {}\n\nDescription:\n{}",
-            ticket.title, ticket.description
-        )),
-        None => prompt::plan_prompt(&ticket.title, &ticket.description),
+    // A retry uses the settings its run recorded; otherwise the project's current ones.
+    let recorded = match p.retry_of {
+        Some(run_id) => settings::of_run(s, run_id).await,
+        None => None,
     };
-    Ok(RunSpec {
+    let used = match recorded {
+        Some(used) => used,
+        None => settings::prompt_settings(s, &ticket.root).await,
+    };
+    let prompt = match &resume {
+        Some(_) => prompt::continuation_prompt(
+            &format!(
+                "The user asked to plan this ticket again. It now reads:\n\nTitle: {}\n\nDescription:\n{}",
+                ticket.title, ticket.description
+            ),
+            &used,
+        ),
+        None => prompt::plan_prompt(&ticket.title, &ticket.description, &used),
+    };
+    let spec = RunSpec {
         tool,
         model,
         variant,
         prompt,
         fresh_prompt: resume
             .is_some()
-            .then(|| prompt::plan_prompt(&ticket.title, &ticket.description)),
+            .then(|| prompt::plan_prompt(&ticket.title, &ticket.description, &used)),
         resume,
         retry_of: p.retry_of,
         fresh_reason,
-    })
+    };
+    Ok((spec, used))
 }

@@ -1622,6 +1622,7 @@ mod tests {
         let prompt = plan_prompt(
             "--dangerously-skip-permissions",
             "-rf $(rm -rf ~) `id`\n--permission-mode bypassPermissions",
+            &Default::default(),
         );
         let args = argv(Some("opus"), None, None, &prompt);
         let last = args.last().unwrap();

@@ -10,6 +10,7 @@
 pub mod claude;
 pub mod codex;
 pub mod detect;
+pub mod initiative;
 pub mod opencode;
 pub mod plan;
 pub mod prompt;

@@ -9,10 +9,11 @@
 //! 2. the first balanced JSON object anywhere in the text that reads as a plan.
 //!
 //! Keys may be camelCase or snake_case (`acceptanceCriteria` / `acceptance_criteria`,
-//! `openQuestions` / `open_questions`). A plan needs a non-empty `title` or `description`;
-//! missing lists are empty; list items may be strings or objects with a `text`, `title`,
-//! `question`, `name` or `description` field, normalized to trimmed strings (empty ones are
-//! dropped). A single string where a list is expected becomes a one-item list.
+//! `openQuestions` / `open_questions`, `memorySuggestions` / `memory_suggestions`). A plan
+//! needs a non-empty `title` or `description`; missing lists are empty; list items may be
+//! strings or objects with a `text`, `title`, `question`, `name` or `description` field,
+//! normalized to trimmed strings (empty ones are dropped). A single string where a list is
+//! expected becomes a one-item list.
 
 use planwire_protocol::Plan;
 use serde_json::{Map, Value};
@@ -70,19 +71,31 @@ pub fn strip_plan_block(text: &str) -> String {
 
 /// The inner text of every tagged block, in order. An unclosed final tag runs to the end.
 fn tagged_blocks(text: &str) -> Vec<&str> {
+    blocks_between(text, OPEN, CLOSE)
+}
+
+/// The JSON inside the last `<tag>…</tag>` block that parses (fences allowed), for the other
+/// answer contracts (`planwire-outline`, `planwire-research`, …).
+pub(crate) fn tagged_json(text: &str, tag: &str) -> Option<Value> {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    blocks_between(text, &open, &close)
+        .into_iter()
+        .rev()
+        .find_map(|b| serde_json::from_str(strip_fences(b)).ok())
+}
+
+fn blocks_between<'a>(text: &'a str, open: &str, close: &str) -> Vec<&'a str> {
     let mut blocks = Vec::new();
     let mut rest = text;
-    while let Some(start) = rest.find(OPEN) {
-        let after_open = &rest[start + OPEN.len()..];
+    while let Some(start) = rest.find(open) {
+        let after_open = &rest[start + open.len()..];
         // A nested open tag before the close means the first one was prose ("I will use
         // <planwire-plan> tags"); start again from the later one.
-        let close = after_open.find(CLOSE);
-        let reopen = after_open.find(OPEN);
-        match (close, reopen) {
+        match (after_open.find(close), after_open.find(open)) {
             (Some(c), Some(o)) if o < c => rest = &after_open[o..],
             (Some(c), _) => {
                 blocks.push(&after_open[..c]);
-                rest = &after_open[c + CLOSE.len()..];
+                rest = &after_open[c + close.len()..];
             }
             (None, Some(o)) => rest = &after_open[o..],
             (None, None) => {
@@ -174,7 +187,7 @@ fn balanced_end(bytes: &[u8], start: usize) -> Option<usize> {
     None
 }
 
-fn plan_from_value(value: &Value) -> Option<Plan> {
+pub(crate) fn plan_from_value(value: &Value) -> Option<Plan> {
     let obj = value.as_object()?;
     // A wrapper such as {"plan": {...}}.
     if let Some(inner) = obj.get("plan").filter(|v| v.is_object()) {
@@ -193,6 +206,7 @@ fn plan_from_value(value: &Value) -> Option<Plan> {
         acceptance_criteria: list_field(obj, &["acceptanceCriteria", "acceptance_criteria"]),
         open_questions: list_field(obj, &["openQuestions", "open_questions"]),
         dependencies: list_field(obj, &["dependencies"]),
+        memory_suggestions: list_field(obj, &["memorySuggestions", "memory_suggestions"]),
     })
 }
 
@@ -329,6 +343,15 @@ Some prose before the object { not json
         assert_eq!(plan.acceptance_criteria, ["works", "fast", "tested"]);
         assert_eq!(plan.open_questions, ["Which color?"]);
         assert_eq!(plan.dependencies, ["issue 12"]);
+        assert!(plan.memory_suggestions.is_empty());
+    }
+
+    #[test]
+    fn memory_suggestions_in_either_case() {
+        let camel = r#"<planwire-plan>{"title": "M", "memorySuggestions": ["Uses clap.", " "]}</planwire-plan>"#;
+        assert_eq!(extract_plan(camel).unwrap().memory_suggestions, ["Uses clap."]);
+        let snake = r#"<planwire-plan>{"title": "M", "memory_suggestions": "One fact."}</planwire-plan>"#;
+        assert_eq!(extract_plan(snake).unwrap().memory_suggestions, ["One fact."]);
     }
 
     #[test]

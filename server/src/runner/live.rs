@@ -81,7 +81,10 @@ impl Driver {
                     let stored = self
                         .s
                         .store
-                        .write(move |c| tickets::add_message(c, ticket, Some(run), "plan_candidate", &text))
+                        .write(move |c| match ticket {
+                            Some(t) => tickets::add_message(c, t, Some(run), "plan_candidate", &text).map(|_| ()),
+                            None => Ok(()),
+                        })
                         .await;
                     if let Err(e) = stored {
                         tracing::error!("run {run}: cannot keep the plan candidate: {e}");
@@ -99,7 +102,11 @@ impl Driver {
     }
 
     async fn ask(&mut self, req: ControlRequest, items: Vec<QuestionItem>) {
-        let (ticket, run, rid) = (self.ticket_id, self.run_id, req.request_id.clone());
+        let Some(ticket) = self.ticket_id else {
+            // A breakdown has no ticket to hold a question: the agent goes on with assumptions.
+            return self.write_stdin(claude::deny(&req.request_id, DECLINED)).await;
+        };
+        let (run, rid) = (self.run_id, req.request_id.clone());
         let text = items
             .iter()
             .map(|i| format!("- {}", i.question))
@@ -136,7 +143,7 @@ impl Driver {
             question,
         };
         self.s.outbox.notify("planwire/question", params).await;
-        notify_changed(&self.s, ticket, run).await;
+        notify_changed(&self.s, Some(ticket), run).await;
     }
 
     pub(super) async fn on_answer(&mut self, a: LiveAnswer) {
@@ -146,7 +153,11 @@ impl Driver {
                 .send(Err(format!("question {} is not waiting in this run", a.question_id)));
             return;
         };
-        let (ticket, run, qid) = (self.ticket_id, self.run_id, a.question_id);
+        let (run, qid) = (self.run_id, a.question_id);
+        let Some(ticket) = self.ticket_id else {
+            let _ = a.done.send(Err("this run has no ticket".into()));
+            return;
+        };
         let (status, answers) = match &a.reply {
             LiveReply::Answers(answers) => (QuestionStatus::Answered, answers.clone()),
             LiveReply::Dismiss => (QuestionStatus::Dismissed, Vec::new()),
@@ -188,6 +199,6 @@ impl Driver {
         self.live.remove(&qid);
         let _ = a.done.send(Ok(()));
         self.progress.report("Planning".into());
-        notify_changed(&self.s, ticket, run).await;
+        notify_changed(&self.s, Some(ticket), run).await;
     }
 }

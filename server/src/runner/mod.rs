@@ -5,15 +5,24 @@
 //! is sent only after the transaction that stores it has committed, so whatever a client
 //! has seen is on disk. The run ends in exactly one recorded way: completed, failed (with a
 //! code), or cancelled; a sidecar that dies leaves it to the next one to mark interrupted.
+//!
+//! A run is one or more *passes*, each one planner process (`pass.rs`): a plan is one pass,
+//! or research passes in linked projects and then the plan (`research.rs`); a breakdown is
+//! an outline and an expansion pass in one provider session (`breakdown.rs`). All passes of
+//! a run share its transcript: one seq, no gaps, each pass its own agent run.
 
+mod breakdown;
 mod live;
 mod outcome;
+mod pass;
+mod research;
 
+pub(crate) use breakdown::start_breakdown;
 pub(crate) use live::answer_pairs;
 pub use outcome::plan_markdown;
 
 use std::collections::HashMap;
-use std::process::ExitStatus;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,14 +34,15 @@ use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::planners::claude::ControlRequest;
-use crate::planners::{self, script, LaunchOptions, LaunchRequest, LineParser, ParsedEvent, Tool};
+use crate::planners::{self, script, LineParser, ParsedEvent, Tool};
 use crate::progress::Progress;
 use crate::session::{LiveAnswer, RunHandle, Session};
-use crate::store::{runs, tickets, transcript, StoreError};
-use crate::supervisor::{self, OutputLine, SpawnSpec, Supervised};
+use crate::store::{links, runs, tickets, transcript, StoreError};
+use crate::supervisor::{self, OutputLine};
 use crate::transport::ResponseError;
 use crate::util::now;
-use outcome::{decide, failed_ending, record_end, Facts, How, Settle};
+use outcome::{decide, record_end, Facts, How};
+use pass::PassSpec;
 
 /// Flush the batch at least this often…
 const FLUSH_EVERY: Duration = Duration::from_millis(50);
@@ -68,8 +78,16 @@ fn unavailable(message: String) -> ResponseError {
     ResponseError::new(ErrorCode::PlannerUnavailable, message)
 }
 
+fn check_root(root: &str) -> Result<(), ResponseError> {
+    if std::path::Path::new(root).is_dir() {
+        return Ok(());
+    }
+    let m = format!("the project root {root} is not an existing directory");
+    Err(ResponseError::new(ErrorCode::ProjectUnavailable, m))
+}
+
 /// The planner's binary, or a "planner unavailable" error that says what to install.
-pub fn planner_program(s: &Session, tool: Tool, model: Option<&str>) -> Result<std::path::PathBuf, ResponseError> {
+pub fn planner_program(s: &Session, tool: Tool, model: Option<&str>) -> Result<PathBuf, ResponseError> {
     let program = planners::locate(tool, &s.config)
         .ok_or_else(|| unavailable(format!("{} was not found: {}", tool.name(), tool.install_hint())))?;
     if tool == Tool::Script {
@@ -78,38 +96,20 @@ pub fn planner_program(s: &Session, tool: Tool, model: Option<&str>) -> Result<s
     Ok(program)
 }
 
-/// Creates a run for the ticket and starts its planner. Resolves once the process runs.
-/// (Boxed: a run that finds its session unknown starts a fresh one from inside its driver.)
+/// Creates a run for the ticket and starts its planner. Resolves once the first process
+/// runs. (Boxed: a run that finds its session unknown starts a fresh one from its driver.)
 pub fn start<'a>(
     s: &'a Arc<Session>,
     ticket: &'a Ticket,
     spec: RunSpec,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<RunId, ResponseError>> + Send + 'a>> {
-    Box::pin(start_run(s, ticket, spec))
+    Box::pin(start_plan(s, ticket, spec))
 }
 
-async fn start_run(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<RunId, ResponseError> {
+async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<RunId, ResponseError> {
+    check_root(&ticket.root)?;
     let tool = spec.tool;
-    let root = std::path::PathBuf::from(&ticket.root);
-    if !root.is_dir() {
-        return Err(ResponseError::new(
-            ErrorCode::ProjectUnavailable,
-            format!("the ticket's root {} is not an existing directory", ticket.root),
-        ));
-    }
     let program = planner_program(s, tool, spec.model.as_deref())?;
-    let launch = planners::launch_with(
-        tool,
-        &LaunchRequest {
-            prompt: &spec.prompt,
-            model: spec.model.as_deref(),
-            resume: spec.resume.as_deref(),
-        },
-        &LaunchOptions {
-            variant: spec.variant.as_deref(),
-            title: Some(&ticket.title),
-        },
-    );
     let new = runs::NewRun {
         ticket_id: ticket.id,
         tool: tool.name().into(),
@@ -130,12 +130,18 @@ async fn start_run(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<R
             supervisor::kill_leftover_group(pgid, start);
         }
     }
-    let usage_baseline = match (&spec.resume, tool) {
-        (Some(session), Tool::Codex) => usage_before(s, ticket.id, session).await,
-        _ => None,
-    };
-    let fallback = match (&spec.resume, &spec.fresh_prompt) {
-        (Some(session), Some(prompt)) => Some(RunSpec {
+    let root = ticket.root.clone();
+    let links = s
+        .store
+        .read(move |c| links::list(c, &root))
+        .await
+        .map_err(store_error)?;
+    let mut d = Driver::new(s, run_id, Some(ticket.id), &ticket.root, &ticket.title, &spec, program);
+    if let (Some(session), Tool::Codex) = (&spec.resume, tool) {
+        d.usage_baseline = usage_before(s, ticket.id, session).await;
+    }
+    if let (Some(session), Some(prompt)) = (&spec.resume, &spec.fresh_prompt) {
+        let fresh = RunSpec {
             tool,
             model: spec.model.clone(),
             variant: spec.variant.clone(),
@@ -144,92 +150,23 @@ async fn start_run(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<R
             retry_of: spec.retry_of,
             fresh_reason: Some(format!("{} no longer knows session {session}", tool.name())),
             fresh_prompt: None,
-        }),
-        _ => None,
+        };
+        d.fallback = Some((ticket.clone(), fresh));
+    }
+    let task = format!("Title: {}\n\n{}", ticket.title, ticket.description);
+    // With linked projects the first pass chooses what to research; else it is the plan.
+    let first = if links.is_empty() {
+        PassSpec::main(&ticket.root, &spec.prompt, spec.resume.as_deref())
+    } else {
+        PassSpec::selection(&ticket.root, &task, &links)
     };
-    let started = Instant::now();
-    let child = supervisor::spawn(SpawnSpec {
-        program: program.clone(),
-        args: launch.args,
-        cwd: root,
-        env: launch.env,
-        stdin_pipe: launch.stdin.is_some(),
-    })
-    .await;
-    let mut stdin = None;
-    let child = match child {
-        Ok(mut c) => {
-            if let (Some(text), Some(mut pipe)) = (launch.stdin, c.stdin.take()) {
-                use tokio::io::AsyncWriteExt;
-                if launch.keep_stdin_open {
-                    // The opening lines are small: written here, the pipe stays for answers.
-                    let _ = pipe.write_all(text.as_bytes()).await;
-                    let _ = pipe.flush().await;
-                    stdin = Some(pipe);
-                } else {
-                    // Write the prompt and close stdin: an open pipe makes the CLIs wait forever.
-                    tokio::spawn(async move {
-                        let _ = pipe.write_all(text.as_bytes()).await;
-                        let _ = pipe.shutdown().await;
-                    });
-                }
-            }
-            c
-        }
-        Err(e) => {
-            let message = format!("cannot start {}: {e}. {}", program.display(), tool.install_hint());
-            let ending = failed_ending("spawn_failed", message.clone(), None, None);
-            record_end(s, ticket.id, run_id, ending, Settle::Failed(message.clone()), 1).await;
-            return Err(unavailable(message));
-        }
+    let (child, ctl) = d.begin(first).await?;
+    let job = research::PlanJob {
+        prompt: spec.prompt,
+        resume: spec.resume,
+        links,
     };
-    let version = cached_version(s, tool);
-    let info = runs::ChildInfo {
-        pid: child.pid,
-        start: child.start_time,
-        pgid: child.pgid,
-        argv: std::iter::once(program.display().to_string())
-            .chain(launch.recorded_args)
-            .collect(),
-        cli_version: version,
-    };
-    s.store
-        .write(move |c| runs::mark_started(c, run_id, &info))
-        .await
-        .map_err(store_error)?;
-    let (stop_tx, stop_rx) = mpsc::channel(8);
-    let (answer_tx, answer_rx) = mpsc::channel(8);
-    s.register(
-        run_id,
-        RunHandle {
-            ticket_id: ticket.id,
-            stop: stop_tx,
-            answers: answer_tx,
-        },
-    );
-    notify_changed(s, ticket.id, run_id).await;
-    let progress = Progress::begin(s, run_id, &format!("Planning: {}", ticket.title));
-    let driver = Driver {
-        s: s.clone(),
-        run_id,
-        ticket_id: ticket.id,
-        tool,
-        parser: tool.parser(),
-        pending: Vec::new(),
-        next_seq: 1,
-        agents: HashMap::new(),
-        started,
-        first_output_ms: None,
-        first_final_ms: None,
-        progress,
-        stdin,
-        live: HashMap::new(),
-        plan_candidate: None,
-        ticket_title: ticket.title.clone(),
-        usage_baseline,
-        fallback: fallback.map(|spec| (ticket.clone(), spec)),
-    };
-    tokio::spawn(driver.drive(child, stop_rx, answer_rx));
+    tokio::spawn(d.run_plan(child, ctl, job));
     Ok(run_id)
 }
 
@@ -241,26 +178,44 @@ fn cached_version(s: &Session, tool: Tool) -> Option<String> {
         .and_then(|p| p.version.clone())
 }
 
-struct Driver {
+/// The channels a run is driven by, and the stop requests to answer once it is recorded.
+pub(crate) struct Control {
+    stop_rx: mpsc::Receiver<oneshot::Sender<()>>,
+    answer_rx: mpsc::Receiver<LiveAnswer>,
+    waiters: Vec<oneshot::Sender<()>>,
+}
+
+pub(crate) struct Driver {
     s: Arc<Session>,
     run_id: RunId,
-    ticket_id: TicketId,
+    ticket_id: Option<TicketId>,
+    root: String,
+    title: String,
     tool: Tool,
-    parser: Box<dyn LineParser>,
+    model: Option<String>,
+    variant: Option<String>,
+    program: PathBuf,
+    // The run's transcript.
     pending: Vec<TranscriptEvent>,
     next_seq: u64,
     agents: HashMap<String, AgentRunId>,
+    /// The agent key of the current pass, when it is one of several.
+    pass_agent: Option<(String, String)>,
+    passes: u32,
     started: Instant,
     first_output_ms: Option<i64>,
     first_final_ms: Option<i64>,
     progress: Progress,
+    // The current pass.
+    parser: Box<dyn LineParser>,
     /// Claude's stream-json input, open until its final `result` line.
     stdin: Option<ChildStdin>,
     /// Live questions the CLI is waiting on, by question id.
     live: HashMap<QuestionId, ControlRequest>,
     /// A plan the agent offered through ExitPlanMode (which planwire always denies).
     plan_candidate: Option<String>,
-    ticket_title: String,
+    /// Session ids of this pass become the ticket's session (not those of research passes).
+    sets_session: bool,
     /// Codex reports usage cumulative per thread: a resumed run subtracts what the thread had.
     usage_baseline: Option<[u64; 4]>,
     /// A fresh start to fall back on when a resumed session turns out to be unknown.
@@ -268,103 +223,71 @@ struct Driver {
 }
 
 impl Driver {
-    async fn drive(
-        mut self,
-        mut child: Supervised,
-        mut stop_rx: mpsc::Receiver<oneshot::Sender<()>>,
-        mut answer_rx: mpsc::Receiver<LiveAnswer>,
-    ) {
-        let config = self.s.config.clone();
-        let hard = tokio::time::sleep(config.hard_timeout);
-        let idle = tokio::time::sleep(config.idle_timeout);
-        let asked = tokio::time::sleep(config.question_timeout);
-        tokio::pin!(hard, idle, asked);
-        let mut tick = tokio::time::interval(FLUSH_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut waiters = Vec::new();
-        let mut output = std::mem::replace(&mut child.output, mpsc::channel(1).1);
-        let mut eof = false;
-        // While the person is asked, the idle and hard limits pause and the question's own runs.
-        let mut waiting_since: Option<tokio::time::Instant> = None;
-        enum Step {
-            Stop(oneshot::Sender<()>),
-            Timeout(&'static str),
-            Exited(Option<ExitStatus>),
+    fn new(
+        s: &Arc<Session>,
+        run_id: RunId,
+        ticket_id: Option<TicketId>,
+        root: &str,
+        title: &str,
+        spec: &RunSpec,
+        program: PathBuf,
+    ) -> Driver {
+        let progress = Progress::begin(s, run_id, &format!("Planning: {title}"));
+        Driver {
+            s: s.clone(),
+            run_id,
+            ticket_id,
+            root: root.to_owned(),
+            title: title.to_owned(),
+            tool: spec.tool,
+            model: spec.model.clone(),
+            variant: spec.variant.clone(),
+            program,
+            pending: Vec::new(),
+            next_seq: 1,
+            agents: HashMap::new(),
+            pass_agent: None,
+            passes: 0,
+            started: Instant::now(),
+            first_output_ms: None,
+            first_final_ms: None,
+            progress,
+            parser: spec.tool.parser(),
+            stdin: None,
+            live: HashMap::new(),
+            plan_candidate: None,
+            sets_session: true,
+            usage_baseline: None,
+            fallback: None,
         }
-        let step = loop {
-            let waiting = !self.live.is_empty();
-            match (waiting, waiting_since) {
-                (true, None) => {
-                    let now = tokio::time::Instant::now();
-                    waiting_since = Some(now);
-                    asked.as_mut().reset(now + config.question_timeout);
-                }
-                (false, Some(since)) => {
-                    let now = tokio::time::Instant::now();
-                    let paused = now - since;
-                    let hard_at = hard.deadline() + paused;
-                    hard.as_mut().reset(hard_at);
-                    idle.as_mut().reset(now + config.idle_timeout);
-                    waiting_since = None;
-                }
-                _ => {}
-            }
-            tokio::select! {
-                biased;
-                Some(reply) = stop_rx.recv() => break Step::Stop(reply),
-                _ = &mut hard, if !waiting => break Step::Timeout("hard_timeout"),
-                _ = &mut idle, if !waiting => break Step::Timeout("idle_timeout"),
-                _ = &mut asked, if waiting => break Step::Timeout("question_timeout"),
-                Some(answer) = answer_rx.recv() => self.on_answer(answer).await,
-                line = output.recv(), if !eof => match line {
-                    Some(line) => {
-                        idle.as_mut().reset(tokio::time::Instant::now() + config.idle_timeout);
-                        self.on_line(line).await;
-                        if self.pending.len() >= FLUSH_AT {
-                            self.flush().await;
-                        }
-                    }
-                    None => eof = true,
-                },
-                // The leader's exit ends the run even if a leftover grandchild holds stdout open.
-                status = child.wait() => break Step::Exited(status.ok()),
-                _ = tick.tick() => self.flush().await,
+    }
+
+    /// Starts the first pass and registers the run; a spawn failure is recorded and returned.
+    async fn begin(&mut self, first: PassSpec<'_>) -> Result<(supervisor::Supervised, Control), ResponseError> {
+        let child = match self.spawn_pass(first).await {
+            Ok(c) => c,
+            Err(message) => {
+                self.finish_failed_start(&message).await;
+                return Err(unavailable(message));
             }
         };
-        let how = match step {
-            Step::Stop(reply) => {
-                waiters.push(reply);
-                How::Stopped(child.stop(config.stop_grace).await)
-            }
-            Step::Timeout(code) => How::TimedOut(code, child.stop(config.stop_grace).await),
-            Step::Exited(status) => {
-                child.reap_group().await;
-                How::Exited(status)
-            }
+        let (stop_tx, stop_rx) = mpsc::channel(8);
+        let (answer_tx, answer_rx) = mpsc::channel(8);
+        let handle = RunHandle {
+            ticket_id: self.ticket_id,
+            stop: stop_tx,
+            answers: answer_tx,
         };
-        let tail = child.stderr_tail().await;
-        // Lines already written before a stop or timeout are kept too: the group is gone,
-        // so the pipe reaches its end at once.
-        while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(2), output.recv()).await {
-            self.on_line(line).await;
-        }
-        for ev in self.parser.finish() {
-            self.push(ev).await;
-        }
-        self.flush().await;
-        self.stdin = None;
-        answer_rx.close();
-        while let Some(late) = answer_rx.recv().await {
-            let _ = late.done.send(Err("the run has ended".into()));
-        }
-        self.finish(how, &tail).await;
-        stop_rx.close();
-        while let Some(reply) = stop_rx.recv().await {
-            waiters.push(reply);
-        }
-        for w in waiters {
-            let _ = w.send(());
-        }
+        self.s.register(self.run_id, handle);
+        notify_changed(&self.s, self.ticket_id, self.run_id).await;
+        Ok((
+            child,
+            Control {
+                stop_rx,
+                answer_rx,
+                waiters: Vec::new(),
+            },
+        ))
     }
 
     fn elapsed_ms(&self) -> i64 {
@@ -395,12 +318,19 @@ impl Driver {
     }
 
     async fn push(&mut self, ev: ParsedEvent) {
-        let agent_run_id = match &ev.agent {
+        // Events of a pass that is one of several belong to the pass's agent run.
+        let key = ev
+            .agent
+            .clone()
+            .or_else(|| self.pass_agent.as_ref().map(|(k, _)| k.clone()));
+        let agent_run_id = match &key {
             Some(key) => Some(self.agent_run(key, &ev.body).await),
             None => None,
         };
         match &ev.body {
-            EventBody::Session { provider_session_id } => self.remember_session(provider_session_id).await,
+            EventBody::Session { provider_session_id } if self.sets_session => {
+                self.remember_session(provider_session_id).await
+            }
             EventBody::Text { is_final: true, .. } if self.first_final_ms.is_none() => {
                 self.first_final_ms = Some(self.elapsed_ms());
             }
@@ -456,12 +386,19 @@ impl Driver {
             EventBody::Subagent { label, .. } => label.clone(),
             _ => key.to_owned(),
         };
-        self.progress.report(format!("Subagent: {label}"));
+        self.progress.report(label.clone());
+        // A subagent started inside a pass is that pass's child.
+        let parent = self
+            .pass_agent
+            .as_ref()
+            .filter(|(k, _)| k != key)
+            .and_then(|(k, _)| self.agents.get(k))
+            .copied();
         let (run, k) = (self.run_id, key.to_owned());
         let id = self
             .s
             .store
-            .write(move |c| transcript::start_agent_run(c, run, None, Some(&k), &label))
+            .write(move |c| transcript::start_agent_run(c, run, parent, Some(&k), &label))
             .await
             .unwrap_or_default();
         self.agents.insert(key.to_owned(), id);
@@ -475,7 +412,10 @@ impl Driver {
             .store
             .write(move |c| {
                 runs::set_session(c, run, &id)?;
-                tickets::set_session(c, ticket, tool, &id)
+                match ticket {
+                    Some(ticket) => tickets::set_session(c, ticket, tool, &id),
+                    None => Ok(()),
+                }
             })
             .await;
         if let Err(e) = result {
@@ -503,19 +443,15 @@ impl Driver {
         self.s.outbox.notify("planwire/transcript", params).await;
     }
 
-    async fn finish(self, how: How, stderr_tail: &str) {
+    /// Ends a plan run: decides how it ended, records it with its ticket, and notifies.
+    async fn finish_plan(mut self, how: How, stderr_tail: &str, ctl: Control) {
         let run = self.run_id;
-        let stop_requested: bool = self
-            .s
-            .store
-            .read(move |c| Ok(c.query_row("SELECT stop_requested FROM runs WHERE id = ?1", [run], |r| r.get(0))?))
-            .await
-            .unwrap_or(false);
+        let stop_requested = stop_requested(&self.s, run).await;
         let facts = Facts {
             stop_requested,
             stderr: stderr_tail,
             plan_candidate: self.plan_candidate.as_deref(),
-            ticket_title: &self.ticket_title,
+            ticket_title: &self.title,
         };
         let unknown_session = matches!(how, How::Exited(_)) && self.parser.session_not_found(stderr_tail);
         let (mut ending, settle) = decide(how, self.parser.as_ref(), &facts);
@@ -526,19 +462,19 @@ impl Driver {
         ending.first_output_ms = self.first_output_ms;
         ending.first_final_ms = self.first_final_ms;
         ending.total_ms = Some(self.elapsed_ms());
-        let ended = record_end(&self.s, self.ticket_id, run, ending, settle, self.next_seq).await;
+        let ticket = self.ticket_id.expect("a plan run has a ticket");
+        let ended = record_end(&self.s, ticket, run, ending, settle, self.next_seq).await;
         if let Some((question, event)) = ended {
             // Its question event was stored with the run's end, so a client that saw `done`
             // has seen it too.
-            let events = vec![event];
             let params = TranscriptParams {
-                ticket_id: self.ticket_id,
+                ticket_id: Some(ticket),
                 run_id: run,
-                events,
+                events: vec![event],
             };
             self.s.outbox.notify("planwire/transcript", params).await;
             let params = QuestionParams {
-                ticket_id: self.ticket_id,
+                ticket_id: ticket,
                 run_id: run,
                 question,
             };
@@ -547,13 +483,61 @@ impl Driver {
         self.s.unregister(run);
         notify_changed(&self.s, self.ticket_id, run).await;
         self.progress.end("Planning ended");
-        if let (true, Some((ticket, spec))) = (unknown_session, self.fallback) {
+        let fallback = self.fallback.take();
+        close(ctl).await;
+        if let (true, Some((ticket, spec))) = (unknown_session, fallback) {
             // The CLI lost the session (another machine, a cleaned HOME): start over, fresh.
             if let Err(e) = start(&self.s, &ticket, spec).await {
                 tracing::error!("run {run}: cannot start fresh after an unknown session: {}", e.message);
             }
         }
     }
+
+    /// The first process could not start: the run fails with `spawn_failed`.
+    async fn finish_failed_start(&mut self, message: &str) {
+        let ending = outcome::failed_ending("spawn_failed", message.to_owned(), None, None);
+        match self.ticket_id {
+            Some(ticket) => {
+                record_end(
+                    &self.s,
+                    ticket,
+                    self.run_id,
+                    ending,
+                    outcome::Settle::Failed(message.to_owned()),
+                    1,
+                )
+                .await;
+            }
+            None => {
+                let run = self.run_id;
+                let _ = self.s.store.write(move |c| runs::finish(c, run, &ending)).await;
+            }
+        }
+        notify_changed(&self.s, self.ticket_id, self.run_id).await;
+        self.progress.end("Planning could not start");
+    }
+}
+
+/// Answers every stop request of a run that has been recorded as ended.
+async fn close(mut ctl: Control) {
+    ctl.answer_rx.close();
+    while let Some(late) = ctl.answer_rx.recv().await {
+        let _ = late.done.send(Err("the run has ended".into()));
+    }
+    ctl.stop_rx.close();
+    while let Some(reply) = ctl.stop_rx.recv().await {
+        ctl.waiters.push(reply);
+    }
+    for w in ctl.waiters {
+        let _ = w.send(());
+    }
+}
+
+async fn stop_requested(s: &Session, run: RunId) -> bool {
+    s.store
+        .read(move |c| Ok(c.query_row("SELECT stop_requested FROM runs WHERE id = ?1", [run], |r| r.get(0))?))
+        .await
+        .unwrap_or(false)
 }
 
 fn truncate(s: &str, max: usize) -> &str {
@@ -611,19 +595,13 @@ pub async fn notify_ticket(s: &Session, ticket: TicketId) {
     }
 }
 
-/// Sends `runChanged` and `ticketChanged` with the stored state.
-pub async fn notify_changed(s: &Session, ticket: TicketId, run: RunId) {
-    let state = s
-        .store
-        .read(move |c| Ok((runs::get(c, run)?, tickets::get(c, ticket)?)))
-        .await;
-    match state {
-        Ok((run, ticket)) => {
-            s.outbox.notify("planwire/runChanged", RunChangedParams { run }).await;
-            s.outbox
-                .notify("planwire/ticketChanged", TicketChangedParams { ticket })
-                .await;
-        }
+/// Sends `runChanged`, and `ticketChanged` when the run has a ticket, with the stored state.
+pub async fn notify_changed(s: &Session, ticket: Option<TicketId>, run: RunId) {
+    match s.store.read(move |c| runs::get(c, run)).await {
+        Ok(run) => s.outbox.notify("planwire/runChanged", RunChangedParams { run }).await,
         Err(e) => tracing::error!("cannot read run {run} to notify it: {e}"),
+    }
+    if let Some(ticket) = ticket {
+        notify_ticket(s, ticket).await;
     }
 }

@@ -15,6 +15,8 @@ use crate::store::{questions, runs, tickets, transcript};
 use crate::util::now;
 
 pub(super) enum How {
+    /// A later pass of the run could not start.
+    SpawnFailed(String),
     Exited(Option<ExitStatus>),
     Stopped(Option<ExitStatus>),
     TimedOut(&'static str, Option<ExitStatus>),
@@ -83,6 +85,10 @@ pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::End
                 },
             );
         }
+        How::SpawnFailed(message) => (
+            failed_ending("spawn_failed", message.clone(), None, None),
+            Settle::Failed(message),
+        ),
         How::Stopped(st) => {
             let (code, signal) = status_parts(st);
             let e = runs::Ending {

@@ -9,9 +9,12 @@
 //! The query functions in the submodules are plain synchronous functions on a
 //! `&Connection`, so they are easy to test and to compose inside one transaction.
 
+pub mod links;
+pub mod memory;
 pub mod questions;
 pub mod runs;
 pub mod schema;
+pub mod settings;
 pub mod tickets;
 pub mod transcript;
 

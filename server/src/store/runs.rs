@@ -53,13 +53,14 @@ pub struct Ending {
 #[derive(Debug, Clone)]
 pub struct Leftover {
     pub run_id: RunId,
-    pub ticket_id: TicketId,
+    pub ticket_id: Option<TicketId>,
     pub pgid: Option<i32>,
     pub child_start: Option<u64>,
 }
 
-const SELECT: &str = "SELECT id, ticket_id, status, tool, model, variant, created_at, started_at, ended_at,
-    exit_code, signal, failure_code, failure_message, session_id, last_seq FROM runs";
+const SELECT: &str = "SELECT r.id, r.ticket_id, r.status, r.tool, r.model, r.variant, r.created_at, r.started_at,
+    r.ended_at, r.exit_code, r.signal, r.failure_code, r.failure_message, r.session_id, r.last_seq, r.kind, p.root
+    FROM runs r JOIN projects p ON p.id = r.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Run> {
     let status: String = r.get(2)?;
@@ -83,25 +84,27 @@ fn from_row(r: &Row) -> rusqlite::Result<Run> {
         }),
         provider_session_id: r.get(13)?,
         last_seq: r.get(14)?,
+        kind: r.get(15)?,
+        root: r.get(16)?,
     })
 }
 
 pub fn get(conn: &Connection, id: RunId) -> Result<Run> {
-    conn.query_row(&format!("{SELECT} WHERE id = ?1"), [id], from_row)
+    conn.query_row(&format!("{SELECT} WHERE r.id = ?1"), [id], from_row)
         .optional()?
         .ok_or_else(|| StoreError::NotFound(format!("run {id}")))
 }
 
 /// Runs of a ticket, newest first.
 pub fn for_ticket(conn: &Connection, ticket: TicketId) -> Result<Vec<Run>> {
-    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE ticket_id = ?1 ORDER BY id DESC"))?;
+    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE r.ticket_id = ?1 ORDER BY r.id DESC"))?;
     let rows = stmt.query_map([ticket], from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 pub fn active(conn: &Connection, ticket: Option<TicketId>) -> Result<Vec<Run>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT} WHERE status IN ('queued', 'running') AND (?1 IS NULL OR ticket_id = ?1) ORDER BY id"
+        "{SELECT} WHERE r.status IN ('queued', 'running') AND (?1 IS NULL OR r.ticket_id = ?1) ORDER BY r.id"
     ))?;
     let rows = stmt.query_map([ticket], from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -139,9 +142,10 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
         s => s,
     };
     conn.execute(
-        "INSERT INTO runs (ticket_id, status, tool, model, variant, prev_ticket_status, owner_pid, owner_start,
-            heartbeat_at, retry_of, resume_of, fresh_reason, created_at)
-         VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?8)",
+        "INSERT INTO runs (ticket_id, project_id, status, tool, model, variant, prev_ticket_status, owner_pid,
+            owner_start, heartbeat_at, retry_of, resume_of, fresh_reason, created_at)
+         VALUES (?1, (SELECT project_id FROM tickets WHERE id = ?1), 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
+            ?11, ?8)",
         params![
             new.ticket_id,
             new.tool,
@@ -162,6 +166,41 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
     Ok((id, leftovers))
 }
 
+/// A breakdown run: it belongs to a project, not to a ticket.
+pub fn create_breakdown(
+    conn: &Connection,
+    root: &str,
+    tool: &str,
+    model: Option<&str>,
+    variant: Option<&str>,
+    owner: Owner,
+) -> Result<RunId> {
+    let project = tickets::project_id(conn, root)?;
+    conn.execute(
+        "INSERT INTO runs (ticket_id, project_id, kind, status, tool, model, variant, prev_ticket_status, owner_pid,
+            owner_start, heartbeat_at, created_at)
+         VALUES (NULL, ?1, 'breakdown', 'queued', ?2, ?3, ?4, 'draft', ?5, ?6, ?7, ?7)",
+        params![project, tool, model, variant, owner.pid, owner.start, now()],
+    )?;
+    let id = conn.last_insert_rowid();
+    log_event(conn, id, "created", None)?;
+    Ok(id)
+}
+
+/// The ticket a run plans, if it has one.
+pub fn ticket_of(conn: &Connection, run: RunId) -> Result<Option<TicketId>> {
+    Ok(conn.query_row("SELECT ticket_id FROM runs WHERE id = ?1", [run], |r| r.get(0))?)
+}
+
+/// Records the process of a later pass of a run (so recovery finds its group).
+pub fn set_child(conn: &Connection, run: RunId, child: &ChildInfo) -> Result<()> {
+    conn.execute(
+        "UPDATE runs SET child_pid = ?2, child_start = ?3, pgid = ?4 WHERE id = ?1",
+        params![run, child.pid, child.start, child.pgid],
+    )?;
+    Ok(())
+}
+
 pub fn mark_started(conn: &Connection, run: RunId, child: &ChildInfo) -> Result<()> {
     let argv = serde_json::to_string(&child.argv).expect("argv serializes");
     conn.execute(
@@ -170,8 +209,10 @@ pub fn mark_started(conn: &Connection, run: RunId, child: &ChildInfo) -> Result<
         params![run, now(), child.pid, child.start, child.pgid, argv, child.cli_version],
     )?;
     log_event(conn, run, "started", None)?;
-    let ticket: TicketId = conn.query_row("SELECT ticket_id FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
-    tickets::set_status(conn, ticket, TicketStatus::Planning)
+    match ticket_of(conn, run)? {
+        Some(ticket) => tickets::set_status(conn, ticket, TicketStatus::Planning),
+        None => Ok(()),
+    }
 }
 
 pub fn set_session(conn: &Connection, run: RunId, session_id: &str) -> Result<()> {
@@ -228,7 +269,7 @@ pub fn heartbeat(conn: &Connection, owner: Owner) -> Result<()> {
 /// Marks one active run interrupted and returns its ticket to its settled status (or keeps
 /// it `needs_input` when it holds an open or stale question).
 fn interrupt(conn: &Connection, run: RunId, why: &str) -> Result<Leftover> {
-    let (ticket, pgid, child_start): (TicketId, Option<i32>, Option<u64>) = conn.query_row(
+    let (ticket, pgid, child_start): (Option<TicketId>, Option<i32>, Option<u64>) = conn.query_row(
         "SELECT ticket_id, pgid, child_start FROM runs WHERE id = ?1",
         [run],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
@@ -240,14 +281,20 @@ fn interrupt(conn: &Connection, run: RunId, why: &str) -> Result<Leftover> {
         params![run, now(), message],
     )?;
     log_event(conn, run, "interrupted", Some(why))?;
+    conn.execute(
+        "UPDATE agent_runs SET status = 'interrupted', ended_at = ?2 WHERE run_id = ?1 AND ended_at IS NULL",
+        params![run, now()],
+    )?;
     questions::mark_stale(conn, run)?;
-    let status = if questions::open_for_ticket(conn, ticket)?.is_empty() {
-        prev_ticket_status(conn, run)?
-    } else {
-        TicketStatus::NeedsInput
-    };
-    tickets::set_status(conn, ticket, status)?;
-    tickets::add_message(conn, ticket, Some(run), "status", &message)?;
+    if let Some(ticket) = ticket {
+        let status = if questions::open_for_ticket(conn, ticket)?.is_empty() {
+            prev_ticket_status(conn, run)?
+        } else {
+            TicketStatus::NeedsInput
+        };
+        tickets::set_status(conn, ticket, status)?;
+        tickets::add_message(conn, ticket, Some(run), "status", &message)?;
+    }
     Ok(Leftover {
         run_id: run,
         ticket_id: ticket,

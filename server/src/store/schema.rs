@@ -20,15 +20,32 @@ const MIGRATIONS: &[&str] = &[
         model TEXT,
         variant TEXT,
         plan_json TEXT,
+        initiative_run_id INTEGER,
         session_tool TEXT,
         session_id TEXT,
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL
     );
     CREATE INDEX tickets_by_project ON tickets(project_id, id);
+    CREATE INDEX tickets_by_initiative ON tickets(initiative_run_id) WHERE initiative_run_id IS NOT NULL;
+    CREATE TABLE ticket_deps (
+        ticket_id INTEGER NOT NULL REFERENCES tickets(id),
+        depends_on INTEGER NOT NULL REFERENCES tickets(id),
+        PRIMARY KEY (ticket_id, depends_on)
+    ) WITHOUT ROWID;
+    CREATE TABLE project_links (
+        project_id INTEGER NOT NULL REFERENCES projects(id),
+        name TEXT NOT NULL,
+        linked_root TEXT NOT NULL,
+        role TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (project_id, name)
+    ) WITHOUT ROWID;
     CREATE TABLE runs (
         id INTEGER PRIMARY KEY,
-        ticket_id INTEGER NOT NULL REFERENCES tickets(id),
+        -- NULL for a breakdown, which has no ticket of its own.
+        ticket_id INTEGER REFERENCES tickets(id),
+        project_id INTEGER REFERENCES projects(id),
         kind TEXT NOT NULL DEFAULT 'plan',
         status TEXT NOT NULL,
         tool TEXT NOT NULL,
@@ -119,6 +136,38 @@ const MIGRATIONS: &[&str] = &[
         version TEXT NOT NULL,
         checked_at TEXT NOT NULL
     );
+    "#,
+    // 2: project memory and prompt settings.
+    r#"
+    CREATE TABLE project_settings (
+        project_id INTEGER PRIMARY KEY REFERENCES projects(id),
+        memory_enabled INTEGER NOT NULL DEFAULT 1,
+        output_language TEXT,
+        skills_json TEXT NOT NULL DEFAULT '[]',
+        extra_instructions TEXT,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE memory_entries (
+        id INTEGER PRIMARY KEY,
+        project_id INTEGER NOT NULL REFERENCES projects(id),
+        text TEXT NOT NULL,
+        source TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX memory_entries_by_project ON memory_entries(project_id, id);
+    CREATE TABLE memory_suggestions (
+        id INTEGER PRIMARY KEY,
+        project_id INTEGER NOT NULL REFERENCES projects(id),
+        ticket_id INTEGER NOT NULL REFERENCES tickets(id),
+        run_id INTEGER REFERENCES runs(id),
+        text TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('open', 'accepted', 'rejected')),
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX memory_suggestions_by_project ON memory_suggestions(project_id, id);
+    CREATE INDEX memory_suggestions_by_ticket ON memory_suggestions(ticket_id, id);
+    -- The prompt settings a run used (JSON), so a retry uses the same ones.
+    ALTER TABLE runs ADD COLUMN settings_json TEXT;
     "#,
 ];
 

@@ -43,7 +43,7 @@ pub fn create(conn: &Connection, t: &NewTicket) -> Result<TicketId> {
 }
 
 const SELECT: &str = "SELECT t.id, p.root, t.title, t.description, t.status, t.tool, t.model, t.variant,
-    t.created_at, t.updated_at, t.plan_json FROM tickets t JOIN projects p ON p.id = t.project_id";
+    t.created_at, t.updated_at, t.plan_json, t.initiative_run_id FROM tickets t JOIN projects p ON p.id = t.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Ticket> {
     let status: String = r.get(4)?;
@@ -61,6 +61,8 @@ fn from_row(r: &Row) -> rusqlite::Result<Ticket> {
         updated_at: r.get(9)?,
         plan: plan.and_then(|p| serde_json::from_str::<Plan>(&p).ok()),
         open_questions: Vec::new(),
+        depends_on: Vec::new(),
+        initiative_run_id: r.get(11)?,
     })
 }
 
@@ -70,19 +72,88 @@ pub fn get(conn: &Connection, id: TicketId) -> Result<Ticket> {
         .optional()?
         .ok_or_else(|| StoreError::NotFound(format!("ticket {id}")))?;
     ticket.open_questions = questions::open_for_ticket(conn, id)?;
+    ticket.depends_on = depends_on(conn, id)?;
     Ok(ticket)
 }
 
-pub fn list(conn: &Connection, root: Option<&str>) -> Result<Vec<Ticket>> {
-    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE (?1 IS NULL OR p.root = ?1) ORDER BY t.id"))?;
+pub fn list(conn: &Connection, root: Option<&str>, initiative: Option<i64>) -> Result<Vec<Ticket>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT} WHERE (?1 IS NULL OR p.root = ?1) AND (?2 IS NULL OR t.initiative_run_id = ?2) ORDER BY t.id"
+    ))?;
     let mut tickets = stmt
-        .query_map([root], from_row)?
+        .query_map(params![root, initiative], from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut open = questions::open_by_ticket(conn, root)?;
+    let mut deps = all_depends_on(conn)?;
     for t in &mut tickets {
         t.open_questions = open.remove(&t.id).unwrap_or_default();
+        t.depends_on = deps.remove(&t.id).unwrap_or_default();
     }
     Ok(tickets)
+}
+
+pub fn depends_on(conn: &Connection, id: TicketId) -> Result<Vec<TicketId>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT depends_on FROM ticket_deps WHERE ticket_id = ?1 ORDER BY depends_on")?;
+    let rows = stmt.query_map([id], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn all_depends_on(conn: &Connection) -> Result<std::collections::HashMap<TicketId, Vec<TicketId>>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT ticket_id, depends_on FROM ticket_deps ORDER BY ticket_id, depends_on")?;
+    let mut map: std::collections::HashMap<TicketId, Vec<TicketId>> = Default::default();
+    for row in stmt.query_map([], |r| Ok((r.get::<_, TicketId>(0)?, r.get::<_, TicketId>(1)?)))? {
+        let (t, d) = row?;
+        map.entry(t).or_default().push(d);
+    }
+    Ok(map)
+}
+
+/// A ticket a breakdown created: planned, with its plan, linked to the breakdown run.
+pub fn create_planned(conn: &Connection, t: &NewTicket, plan: &Plan, initiative: i64) -> Result<TicketId> {
+    let id = create(conn, t)?;
+    set_plan(conn, id, plan)?;
+    conn.execute(
+        "UPDATE tickets SET status = 'planned', initiative_run_id = ?2 WHERE id = ?1",
+        params![id, initiative],
+    )?;
+    add_message(conn, id, Some(initiative), "plan", &crate::runner::plan_markdown(plan))?;
+    Ok(id)
+}
+
+/// Deletes a ticket and all that was recorded for it; refused while a run is active.
+pub fn delete(conn: &Connection, id: TicketId) -> Result<()> {
+    status(conn, id)?; // not found → error
+    let active: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM runs WHERE ticket_id = ?1 AND status IN ('queued', 'running')",
+        [id],
+        |r| r.get(0),
+    )?;
+    if active > 0 {
+        return Err(StoreError::Busy(id));
+    }
+    for sql in [
+        "DELETE FROM transcript WHERE run_id IN (SELECT id FROM runs WHERE ticket_id = ?1)",
+        "DELETE FROM agent_runs WHERE run_id IN (SELECT id FROM runs WHERE ticket_id = ?1)",
+        "DELETE FROM run_events WHERE run_id IN (SELECT id FROM runs WHERE ticket_id = ?1)",
+        "DELETE FROM questions WHERE ticket_id = ?1",
+        "DELETE FROM messages WHERE ticket_id = ?1",
+        "DELETE FROM ticket_deps WHERE ticket_id = ?1 OR depends_on = ?1",
+        "DELETE FROM runs WHERE ticket_id = ?1",
+        "DELETE FROM tickets WHERE id = ?1",
+    ] {
+        conn.execute(sql, [id])?;
+    }
+    Ok(())
+}
+
+pub fn add_dependency(conn: &Connection, ticket: TicketId, depends_on: TicketId) -> Result<()> {
+    conn.execute(
+        "INSERT OR IGNORE INTO ticket_deps (ticket_id, depends_on) VALUES (?1, ?2)",
+        params![ticket, depends_on],
+    )?;
+    Ok(())
 }
 
 pub fn status(conn: &Connection, id: TicketId) -> Result<TicketStatus> {
@@ -185,8 +256,8 @@ pub(crate) mod tests {
         let id = new_ticket(&conn);
         let t = get(&conn, id).unwrap();
         assert_eq!((t.title.as_str(), t.status), ("T", TicketStatus::Draft));
-        assert_eq!(list(&conn, Some("/tmp/x")).unwrap().len(), 1);
-        assert_eq!(list(&conn, Some("/elsewhere")).unwrap().len(), 0);
+        assert_eq!(list(&conn, Some("/tmp/x"), None).unwrap().len(), 1);
+        assert_eq!(list(&conn, Some("/elsewhere"), None).unwrap().len(), 0);
         assert_eq!(messages(&conn, id).unwrap()[0].kind, "description");
         assert!(matches!(get(&conn, 999), Err(StoreError::NotFound(_))));
     }

@@ -59,6 +59,24 @@ pub fn end_agent_run(conn: &Connection, id: AgentRunId, status: &str) -> Result<
     Ok(())
 }
 
+pub fn agent_runs(conn: &Connection, run: RunId) -> Result<Vec<planwire_protocol::AgentRun>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, run_id, parent_id, label, status, started_at, ended_at FROM agent_runs WHERE run_id = ?1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map([run], |r| {
+        Ok(planwire_protocol::AgentRun {
+            id: r.get(0)?,
+            run_id: r.get(1)?,
+            parent_id: r.get(2)?,
+            label: r.get(3)?,
+            status: r.get(4)?,
+            started_at: r.get(5)?,
+            ended_at: r.get(6)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Ends every agent run of a run that is still open.
 pub fn end_open_agent_runs(conn: &Connection, run: RunId, status: &str) -> Result<()> {
     conn.execute(
