@@ -254,6 +254,9 @@ pub struct Question {
     pub status: QuestionStatus,
     pub source: QuestionSource,
     pub items: Vec<QuestionItem>,
+    /// What the person answered, one entry per item (absent until answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<Vec<Answer>>,
 }
 
 /// The answer to one question item.

@@ -52,7 +52,6 @@ fn main() {
 }
 
 fn serve_stdio() -> i32 {
-    limit_malloc_arenas();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -63,18 +62,3 @@ fn serve_stdio() -> i32 {
         planwire::server::serve(stdin, tokio::io::stdout()).await
     })
 }
-
-/// glibc gives each thread that meets contention an arena of its own (up to 8 per core), and
-/// memory freed in one is not reused by another: with the runtime's workers, the store thread
-/// and the spawner, 50 concurrent runs kept ~10 MB more resident than they use. Two arenas
-/// keep the peak near what is live; the sidecar's threads rarely allocate at the same time.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn limit_malloc_arenas() {
-    // SAFETY: mallopt only changes allocator parameters; called before any thread starts.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn limit_malloc_arenas() {}

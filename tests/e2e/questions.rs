@@ -100,6 +100,7 @@ fn a_live_question_is_answered_in_the_same_run() {
     );
     let got = s.ok("planwire/getTicket", json!({ "ticketId": t }));
     assert_eq!(got["questions"][0]["status"], "answered");
+    assert_eq!(got["questions"][0]["answers"], json!([{ "selected": ["Hi there"] }]));
     assert_eq!(got["ticket"]["openQuestions"], json!([]));
     let kinds: Vec<&str> = got["messages"]
         .as_array()

@@ -684,6 +684,13 @@ fn subagent_label(v: &Value) -> String {
 /// A short summary of a tool's input: the first of its path, command, pattern, url, query or
 /// description, else its compact JSON; at most [`INPUT_SUMMARY_MAX`] characters.
 pub fn summarize_input(input: &Value) -> String {
+    // AskUserQuestion: the questions themselves.
+    if let Some(qs) = input.get("questions").and_then(Value::as_array) {
+        let texts: Vec<&str> = qs.iter().filter_map(|q| q.get("question").and_then(Value::as_str)).collect();
+        if !texts.is_empty() {
+            return truncate_chars(&texts.join(" / "), INPUT_SUMMARY_MAX);
+        }
+    }
     const KEYS: [&str; 7] = [
         "file_path",
         "notebook_path",

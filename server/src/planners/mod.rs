@@ -178,7 +178,7 @@ impl Tool {
 /// launcher itself.
 pub fn locate(tool: Tool, config: &Config) -> Option<PathBuf> {
     if tool == Tool::Script {
-        return std::env::current_exe().ok();
+        return current_exe();
     }
     let found = if let Some(p) = config.planner_paths.get(tool.name()) {
         is_executable(p).then(|| p.clone())?
@@ -318,6 +318,17 @@ fn has_avx2() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     {
         true
+    }
+}
+
+/// This binary (the `script` planner's replayer). When it was replaced on disk while running
+/// (a rebuild or an upgrade), Linux names the old inode "PATH (deleted)": use the new file.
+fn current_exe() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let text = exe.to_str()?;
+    match text.strip_suffix(" (deleted)") {
+        Some(path) if is_executable(Path::new(path)) => Some(PathBuf::from(path)),
+        _ => Some(exe),
     }
 }
 

@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use super::{Result, StoreError};
 use crate::util::now;
 
-const SELECT: &str = "SELECT id, ticket_id, run_id, status, source, items_json FROM questions";
+const SELECT: &str = "SELECT id, ticket_id, run_id, status, source, items_json, answer_json FROM questions";
 
 fn from_row(r: &Row) -> rusqlite::Result<Question> {
     let status: String = r.get(3)?;
@@ -21,6 +21,10 @@ fn from_row(r: &Row) -> rusqlite::Result<Question> {
         status: QuestionStatus::parse(&status).unwrap_or(QuestionStatus::Open),
         source: QuestionSource::parse(&source).unwrap_or(QuestionSource::Plan),
         items: serde_json::from_str(&items).unwrap_or_default(),
+        answers: r
+            .get::<_, Option<String>>(6)?
+            .and_then(|a| serde_json::from_str::<Vec<Answer>>(&a).ok())
+            .filter(|a| !a.is_empty()),
     })
 }
 
@@ -71,7 +75,7 @@ pub fn open_for_ticket(conn: &Connection, ticket: TicketId) -> Result<Vec<Questi
 
 pub fn open_by_ticket(conn: &Connection, root: Option<&str>) -> Result<HashMap<TicketId, Vec<Question>>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT q.id, q.ticket_id, q.run_id, q.status, q.source, q.items_json FROM questions q
+        "SELECT q.id, q.ticket_id, q.run_id, q.status, q.source, q.items_json, q.answer_json FROM questions q
          JOIN tickets t ON t.id = q.ticket_id JOIN projects p ON p.id = t.project_id
          WHERE q.status IN ('open', 'stale') AND (?1 IS NULL OR p.root = ?1) ORDER BY q.id",
     )?;
