@@ -279,3 +279,104 @@ fn realcli_claude_stop_mid_stream() {
     );
     assert!(!transcript(&mut s, run).is_empty());
 }
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_claude_live_question_is_answered_in_the_same_run() {
+    let w = World::new();
+    let ask = json!({ "questions": [{ "question": "Which greeting should the program print?", "header": "Greeting",
+        "options": [{ "label": "Hello, world", "description": "Classic" }, { "label": "Hi there", "description": "Informal" }],
+        "multiSelect": false }] });
+    let mock = Mock::start(
+        &w,
+        json!({ "turns": [
+            { "text": "Before planning I need one decision.", "tool_calls": [{ "name": "AskUserQuestion", "input": ask }] },
+            { "match": "Hi there", "text": plan_answer("Plan with the chosen greeting") },
+        ]}),
+    );
+    let mut s = claude_server(&w, &mock);
+    let ticket = new_ticket(&mut s, &w, "claude");
+    let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap();
+    let q = s.wait_for("the live question", |m| m["method"] == "planwire/question")["params"]["question"].clone();
+    assert_eq!(
+        (q["source"].clone(), q["status"].clone()),
+        (json!("live"), json!("open"))
+    );
+    assert_eq!(q["items"][0]["options"][1]["label"], "Hi there");
+    let answered = s.ok(
+        "planwire/answer",
+        json!({ "ticketId": ticket, "questionId": q["id"], "answers": [{ "selected": ["Hi there"] }] }),
+    );
+    assert_eq!(answered["runId"], run, "the same run goes on");
+    let t = s.wait_ticket(ticket, &["planned", "failed"]);
+    assert_eq!(
+        t["status"],
+        "planned",
+        "{}",
+        s.ok("planwire/getTicket", json!({ "ticketId": ticket }))
+    );
+    assert_eq!(t["plan"]["title"], "Plan with the chosen greeting");
+    // The answer reached the model in the next request of the same run.
+    let requests: Vec<Value> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/messages"))
+        .collect();
+    assert_eq!(requests.len(), 2, "one process, two model requests");
+    let body = requests[1]["body"].to_string();
+    assert!(
+        body.contains("Hi there") && body.contains("Which greeting should the program print?"),
+        "{body}"
+    );
+}
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_claude_breaks_down_an_initiative() {
+    let w = World::new();
+    let outline = json!({ "tickets": [
+        { "key": "api", "title": "Greeting API", "scope": "Serve it.", "dependencies": [] },
+        { "key": "ui", "title": "Greeting UI", "scope": "Show it.", "dependencies": ["api"] } ] });
+    let expansion = json!({ "tickets": [
+        { "key": "api", "title": "Greeting API", "description": "## Steps\n1. Add the route.", "acceptanceCriteria": ["GET works"], "openQuestions": [], "dependencies": [] },
+        { "key": "ui", "title": "Greeting UI", "description": "## Steps\n1. Call the route.", "acceptanceCriteria": ["shows it"], "openQuestions": [], "dependencies": ["api"] } ] });
+    let mock = Mock::start(
+        &w,
+        json!({ "turns": [
+            { "text": format!("Outline ready.\n<planwire-outline>{outline}</planwire-outline>") },
+            { "match": "Second pass: the expansion", "text": format!("Expanded.\n<planwire-expansion>{expansion}</planwire-expansion>") },
+        ]}),
+    );
+    let mut s = claude_server(&w, &mock);
+    let run = s.ok(
+        "planwire/breakdown",
+        json!({ "root": w.root(), "description": "A greeting service and a UI.", "tool": "claude" }),
+    )["runId"]
+        .as_i64()
+        .unwrap();
+    let ended = s.wait_for("the breakdown ends", |m| {
+        m["method"] == "planwire/runChanged"
+            && m["params"]["run"]["id"] == run
+            && !matches!(m["params"]["run"]["status"].as_str(), Some("queued") | Some("running"))
+    });
+    assert_eq!(ended["params"]["run"]["status"], "completed", "{ended}");
+    let tickets = s.ok("planwire/listTickets", json!({ "initiativeRunId": run }))["tickets"].clone();
+    let ui = tickets
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["title"] == "Greeting UI")
+        .unwrap()
+        .clone();
+    assert_eq!(ui["status"], "planned");
+    assert_eq!(ui["dependsOn"].as_array().unwrap().len(), 1);
+    // The expansion resumed the outline's session: its request carries the outline answer.
+    let last = mock
+        .requests()
+        .into_iter()
+        .rfind(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/messages"))
+        .unwrap();
+    assert!(last["body"].to_string().contains("Outline ready."));
+}
