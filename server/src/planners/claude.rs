@@ -686,7 +686,10 @@ fn subagent_label(v: &Value) -> String {
 pub fn summarize_input(input: &Value) -> String {
     // AskUserQuestion: the questions themselves.
     if let Some(qs) = input.get("questions").and_then(Value::as_array) {
-        let texts: Vec<&str> = qs.iter().filter_map(|q| q.get("question").and_then(Value::as_str)).collect();
+        let texts: Vec<&str> = qs
+            .iter()
+            .filter_map(|q| q.get("question").and_then(Value::as_str))
+            .collect();
         if !texts.is_empty() {
             return truncate_chars(&texts.join(" / "), INPUT_SUMMARY_MAX);
         }

@@ -26,6 +26,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("questions", include_str!("../../scripts/questions.jsonl")),
     ("fail", include_str!("../../scripts/fail.jsonl")),
     ("ask", include_str!("../../scripts/ask.jsonl")),
+    ("breakdown", include_str!("../../scripts/breakdown.jsonl")),
     ("exitplan", include_str!("../../scripts/exitplan.jsonl")),
 ];
 
