@@ -54,7 +54,8 @@ pub enum TicketStatus {
     Queued,
     /// The planner is running.
     Planning,
-    /// The last plan has open questions: the ticket holds an `open` or `stale` question.
+    /// The ticket holds an `open` or `stale` question (a live question may wait while its run
+    /// stays `running`).
     NeedsInput,
     /// The last run produced a plan with no open questions (`plan` is set).
     Planned,
@@ -158,8 +159,8 @@ pub struct Ticket {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
-    /// Machine-readable code: `no_plan`, `exit_code`, `hard_timeout`, `idle_timeout`,
-    /// `spawn_failed`, `planner_error`, `interrupted`.
+    /// Machine-readable code: `no_plan`, `exit_code`, `planner_error`, `spawn_failed`,
+    /// `hard_timeout`, `idle_timeout`, `question_timeout`, `session_not_found`, `interrupted`.
     pub code: String,
     pub message: String,
 }
@@ -210,7 +211,8 @@ pub enum QuestionStatus {
     Open,
     Answered,
     Dismissed,
-    /// Its run was interrupted before it was answered.
+    /// Its run ended (interrupted, stopped, timed out or exited) while it waited; it can still
+    /// be answered, which resumes the session in a new run.
     Stale,
 }
 

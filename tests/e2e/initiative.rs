@@ -345,12 +345,19 @@ fn delete_removes_a_ticket_unless_it_is_being_planned() {
 fn the_builtin_breakdown_script_creates_three_dependent_tickets() {
     let w = World::new();
     let mut s = started(&w);
-    let run = s.ok("planwire/breakdown", json!({ "root": w.root(), "description": "Greetings everywhere.", "tool": "script", "model": "breakdown" }))
-        ["runId"]
+    let run = s.ok(
+        "planwire/breakdown",
+        json!({ "root": w.root(), "description": "Greetings everywhere.", "tool": "script", "model": "breakdown" }),
+    )["runId"]
         .as_i64()
         .unwrap();
     assert_eq!(wait_run_end(&mut s, run)["status"], "completed");
     let tickets = s.ok("planwire/listTickets", json!({ "initiativeRunId": run }))["tickets"].clone();
-    let deps: Vec<usize> = tickets.as_array().unwrap().iter().map(|t| t["dependsOn"].as_array().unwrap().len()).collect();
+    let deps: Vec<usize> = tickets
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["dependsOn"].as_array().unwrap().len())
+        .collect();
     assert_eq!(deps, [0, 1, 2]);
 }

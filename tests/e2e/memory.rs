@@ -265,7 +265,6 @@ fn memory_entries_reach_the_prompt_unless_memory_is_off() {
 }
 
 #[test]
-#[ignore = "until memory::record_suggestions is called in runner/outcome.rs record_end (Settle::Planned)"]
 fn accepted_memory_suggestions_reach_the_next_prompt() {
     let w = World::new();
     let keep = "The CLI is built with clap; new flags go in src/cli.";

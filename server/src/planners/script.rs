@@ -108,9 +108,10 @@ fn monotonic_ns() -> u64 {
 
 /// Reads stdin on a thread of its own, so everything planwire writes is logged (to the file
 /// named by `PLANWIRE_REPLAY_STDIN_LOG`, when set) even while the script is not waiting.
-fn stdin_lines() -> std::sync::mpsc::Receiver<String> {
+fn stdin_lines() -> (std::sync::mpsc::Receiver<String>, std::sync::mpsc::Receiver<()>) {
     use std::io::BufRead;
     let (tx, rx) = std::sync::mpsc::channel();
+    let (done_tx, done) = std::sync::mpsc::channel();
     let mut log = std::env::var_os("PLANWIRE_REPLAY_STDIN_LOG")
         .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
     std::thread::spawn(move || {
@@ -119,12 +120,19 @@ fn stdin_lines() -> std::sync::mpsc::Receiver<String> {
                 let _ = writeln!(f, "{line}");
                 let _ = f.flush();
             }
-            if tx.send(line).is_err() {
-                return;
-            }
+            let _ = tx.send(line);
         }
+        let _ = done_tx.send(());
     });
-    rx
+    (rx, done)
+}
+
+/// When stdin is logged (tests), waits until planwire has closed it, so the log holds all it
+/// wrote; planwire closes it after the final `result` line. Bounded, never a hang.
+fn finish_stdin_log(done: &std::sync::mpsc::Receiver<()>) {
+    if std::env::var_os("PLANWIRE_REPLAY_STDIN_LOG").is_some() {
+        let _ = done.recv_timeout(Duration::from_secs(10));
+    }
 }
 
 /// Waits for a stdin line of JSON type `kind`; false at end of input.
@@ -153,7 +161,7 @@ pub fn replay(name_or_path: &str) -> i32 {
     // the replayer takes less of the CPU the sidecar is measured on.
     let mut stdout = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     let mut children = Vec::new();
-    let stdin = stdin_lines();
+    let (stdin, stdin_done) = stdin_lines();
     let started = std::time::Instant::now();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let d: Directive = match serde_json::from_str(line) {
@@ -204,12 +212,14 @@ pub fn replay(name_or_path: &str) -> i32 {
             }
         }
         if let Some(code) = d.exit {
+            finish_stdin_log(&stdin_done);
             return code;
         }
     }
     if stdout.flush().is_err() {
         return 141;
     }
+    finish_stdin_log(&stdin_done);
     0
 }
 

@@ -211,6 +211,7 @@ pub(super) async fn record_end(
             let status = match settle {
                 Settle::Planned { plan, update } => {
                     tickets::set_plan(c, ticket, &plan)?;
+                    crate::store::memory::record_suggestions(c, ticket, run, &plan.memory_suggestions)?;
                     if !update.is_empty() {
                         tickets::add_message(c, ticket, Some(run), "response", &update)?;
                     }
