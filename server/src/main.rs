@@ -57,8 +57,12 @@ fn serve_stdio() -> i32 {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
         planwire::server::serve(stdin, tokio::io::stdout()).await
-    })
+    });
+    // The stdin reader is a blocking read that never returns while the client keeps the pipe
+    // open; dropping the runtime would wait for it forever. Leave it behind.
+    runtime.shutdown_background();
+    code
 }

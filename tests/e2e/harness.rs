@@ -234,6 +234,11 @@ impl Server {
 
     pub fn wait_exit(&mut self) -> i32 {
         self.close_stdin();
+        self.wait_exit_with_stdin_open()
+    }
+
+    /// Waits for the process to exit by itself; stdin stays as it is.
+    pub fn wait_exit_with_stdin_open(&mut self) -> i32 {
         let deadline = Instant::now() + WAIT;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {

@@ -110,3 +110,13 @@ fn cancel_request_answers_request_cancelled_or_the_result() {
     let extra = s.seen.iter().filter(|m| m.get("id") == Some(&json!(7))).count();
     assert_eq!(extra, 0);
 }
+
+#[test]
+fn exit_ends_the_process_even_while_the_client_keeps_stdin_open() {
+    let w = World::new();
+    let mut s = w.start();
+    s.initialize(json!({ "dbPath": w.db() }));
+    s.ok("shutdown", Value::Null);
+    s.send(&json!({ "jsonrpc": "2.0", "method": "exit" }));
+    assert_eq!(s.wait_exit_with_stdin_open(), 0);
+}
