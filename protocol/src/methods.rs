@@ -193,12 +193,21 @@ pub struct ListTicketsParams {
     /// Only the tickets a breakdown created.
     #[serde(default)]
     pub initiative_run_id: Option<RunId>,
+    /// Page size (default: every ticket).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// Only tickets with a larger id: the previous page's `nextAfterId`.
+    #[serde(default)]
+    pub after_id: Option<TicketId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTicketsResult {
     pub tickets: Vec<Ticket>,
+    /// Set when `limit` cut the list: pass it as `afterId` for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after_id: Option<TicketId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -327,7 +336,7 @@ pub struct GetTranscriptParams {
     pub run_id: RunId,
     #[serde(default)]
     pub after_seq: u64,
-    /// At most this many events (default and maximum 5000).
+    /// At most this many events (default and maximum 1000).
     #[serde(default)]
     pub limit: Option<u32>,
 }

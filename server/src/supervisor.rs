@@ -117,7 +117,8 @@ pub async fn spawn(spec: SpawnSpec) -> io::Result<Supervised> {
     let start_time = proc_stat(pid).map(|s| s.start_time).unwrap_or(0);
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
-    let (tx, output) = mpsc::channel(1024);
+    // Small: a run whose parser falls behind holds back its reader, not megabytes of lines.
+    let (tx, output) = mpsc::channel(64);
     tokio::spawn(read_lines(BufReader::with_capacity(64 * 1024, stdout), tx));
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     let stderr_task = Some(tokio::spawn(keep_tail(stderr, tail.clone())));

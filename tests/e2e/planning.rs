@@ -305,3 +305,37 @@ fn retry_of_reuses_that_runs_tool_and_model() {
         -32011
     );
 }
+
+#[test]
+fn list_tickets_pages_with_limit_and_after_id() {
+    let w = World::new();
+    let mut s = started(&w);
+    for i in 0..5 {
+        s.ok(
+            "planwire/createTicket",
+            json!({ "root": w.root(), "title": format!("T{i}"), "description": "" }),
+        );
+    }
+    let mut titles = Vec::new();
+    let mut after = Value::Null;
+    loop {
+        let page = s.ok(
+            "planwire/listTickets",
+            json!({ "root": w.root(), "limit": 2, "afterId": after }),
+        );
+        titles.extend(
+            page["tickets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["title"].as_str().unwrap().to_owned()),
+        );
+        match page.get("nextAfterId") {
+            Some(next) => after = next.clone(),
+            None => break,
+        }
+    }
+    assert_eq!(titles, ["T0", "T1", "T2", "T3", "T4"]);
+    let all = s.ok("planwire/listTickets", json!({}));
+    assert!(all.get("nextAfterId").is_none());
+}

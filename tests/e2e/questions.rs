@@ -309,3 +309,24 @@ fn a_live_question_survives_a_planwire_crash_and_is_answered_after_restart() {
     assert!(argv.windows(2).any(|p| p == ["--resume", session.as_str()]), "{argv:?}");
     assert!(prompt_of(&w, 2).contains("Hi there"));
 }
+
+#[test]
+fn planning_again_sets_unanswered_questions_aside() {
+    let w = World::new();
+    let mut s = started(&w);
+    let t = ticket(&mut s, &w, "script", "questions");
+    s.ok("planwire/plan", json!({ "ticketId": t }));
+    assert_eq!(s.wait_ticket(t, &["needs_input", "failed"])["status"], "needs_input");
+    s.seen.clear();
+    s.ok("planwire/plan", json!({ "ticketId": t, "model": "demo" }));
+    let done = s.wait_ticket(t, &["planned", "needs_input", "failed"]);
+    assert_eq!(done["status"], "planned");
+    assert_eq!(done["openQuestions"], json!([]));
+    let got = s.ok("planwire/getTicket", json!({ "ticketId": t }));
+    assert_eq!(got["questions"][0]["status"], "dismissed");
+    assert!(got["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["text"].as_str().unwrap().contains("set aside")));
+}

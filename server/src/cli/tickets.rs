@@ -22,7 +22,7 @@ pub async fn list(args: TicketsArgs) -> i32 {
     let result = client
         .call::<ListTickets>(ListTicketsParams {
             root: root.clone(),
-            initiative_run_id: None,
+            ..Default::default()
         })
         .await;
     client.shutdown().await;

@@ -150,7 +150,6 @@ async fn resume_with_answers(s: &Arc<Session>, q: &Question, p: AnswerParams) ->
         .write(move |c| {
             // Settled first, so the run that follows never sees it open; undone if it cannot start.
             questions::settle(c, qid, QuestionStatus::Answered, &answers)?;
-            tickets::add_message(c, ticket_id, None, "answer", &text)?;
             Ok((
                 tickets::get(c, ticket_id)?,
                 runs::get(c, run_id)?,
@@ -192,10 +191,17 @@ async fn resume_with_answers(s: &Arc<Session>, q: &Question, p: AnswerParams) ->
         resume,
         retry_of: None,
         fresh_prompt: Some(fresh),
+        supersede_questions: false,
     };
     match runner::start(s, &ticket, spec).await {
         Ok(new_run) => {
-            settings::record(s, new_run, &used).await;
+            let stored = s
+                .store
+                .write(move |c| tickets::add_message(c, ticket_id, Some(new_run), "answer", &text))
+                .await;
+            if let Err(e) = stored {
+                tracing::error!("ticket {ticket_id}: cannot store the answer message: {e}");
+            }
             Ok(AnswerResult { run_id: new_run })
         }
         Err(e) => {

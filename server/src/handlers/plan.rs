@@ -117,6 +117,7 @@ async fn run_spec(s: &Session, ticket: &Ticket, p: &PlanParams) -> HandlerResult
         resume,
         retry_of: p.retry_of,
         fresh_reason,
+        supersede_questions: true,
     };
     Ok((spec, used))
 }

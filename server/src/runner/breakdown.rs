@@ -36,6 +36,7 @@ pub(crate) async fn start_breakdown(s: &Arc<Session>, p: BreakdownParams) -> Res
         retry_of: None,
         fresh_reason: None,
         fresh_prompt: None,
+        supersede_questions: false,
     };
     let (owner, r, m, v) = (s.owner, root.clone(), p.model.clone(), p.variant.clone());
     let (run_id, links) = s

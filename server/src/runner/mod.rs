@@ -46,6 +46,8 @@ use pass::PassSpec;
 
 /// Flush the batch at least this often…
 const FLUSH_EVERY: Duration = Duration::from_millis(50);
+/// …or once its oldest event is this old (a quiet stream is not held for a whole tick)…
+const FLUSH_AGE: Duration = Duration::from_millis(20);
 /// …or once it holds this many events.
 const FLUSH_AT: usize = 256;
 
@@ -60,6 +62,8 @@ pub struct RunSpec {
     /// For a resumed run: the prompt of a fresh start, used when the CLI does not know the
     /// session any more (the fresh run records why).
     pub fresh_prompt: Option<String>,
+    /// Set by `planwire/plan`: a new plan supersedes unanswered questions (an answer does not).
+    pub supersede_questions: bool,
 }
 
 pub fn store_error(e: StoreError) -> ResponseError {
@@ -118,6 +122,7 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
         retry_of: spec.retry_of,
         resume_of: spec.resume.clone(),
         fresh_reason: spec.fresh_reason.clone(),
+        supersede_questions: spec.supersede_questions,
     };
     let owner = s.owner;
     let (run_id, leftovers) = s
@@ -150,6 +155,7 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
             retry_of: spec.retry_of,
             fresh_reason: Some(format!("{} no longer knows session {session}", tool.name())),
             fresh_prompt: None,
+            supersede_questions: false,
         };
         d.fallback = Some((ticket.clone(), fresh));
     }
@@ -429,18 +435,23 @@ impl Driver {
             return;
         }
         let events = std::mem::take(&mut self.pending);
-        let run = self.run_id;
-        let stored = events.clone();
-        if let Err(e) = self.s.store.write(move |c| transcript::append(c, run, &stored)).await {
-            tracing::error!("run {run}: cannot store {} events: {e}", events.len());
-            return;
+        let (run, count) = (self.run_id, events.len());
+        let stored = self
+            .s
+            .store
+            .write(move |c| transcript::append(c, run, &events).map(|_| events))
+            .await;
+        match stored {
+            Ok(events) => {
+                let params = TranscriptParams {
+                    ticket_id: self.ticket_id,
+                    run_id: run,
+                    events,
+                };
+                self.s.outbox.notify("planwire/transcript", params).await;
+            }
+            Err(e) => tracing::error!("run {run}: cannot store {count} events: {e}"),
         }
-        let params = TranscriptParams {
-            ticket_id: self.ticket_id,
-            run_id: run,
-            events,
-        };
-        self.s.outbox.notify("planwire/transcript", params).await;
     }
 
     /// Ends a plan run: decides how it ended, records it with its ticket, and notifies.

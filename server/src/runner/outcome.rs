@@ -53,14 +53,17 @@ fn last_lines(text: &str, n: usize) -> String {
 
 /// A plan the agent offered through ExitPlanMode: its first heading is the title.
 fn plan_from_candidate(candidate: &str, fallback_title: &str) -> Plan {
-    let title = candidate
-        .lines()
-        .find_map(|l| l.strip_prefix('#').map(|h| h.trim_start_matches('#').trim().to_owned()))
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| fallback_title.to_owned());
+    let text = candidate.trim();
+    // A leading heading becomes the title (and is not repeated in the description).
+    let (title, description) = match text.split_once('\n') {
+        Some((first, rest)) if first.starts_with('#') => (first.trim_start_matches('#').trim(), rest.trim()),
+        None if text.starts_with('#') => (text.trim_start_matches('#').trim(), ""),
+        _ => ("", text),
+    };
+    let title = if title.is_empty() { fallback_title } else { title };
     Plan {
-        title,
-        description: candidate.trim().to_owned(),
+        title: title.to_owned(),
+        description: description.to_owned(),
         ..Plan::default()
     }
 }
@@ -269,7 +272,7 @@ mod tests {
     fn candidate_plan_takes_its_heading_as_title() {
         let p = plan_from_candidate("# Plan: greet\n\n1. Edit main.rs", "Ticket");
         assert_eq!(p.title, "Plan: greet");
-        assert!(p.description.contains("Edit main.rs"));
+        assert_eq!(p.description, "1. Edit main.rs");
         assert_eq!(plan_from_candidate("1. Edit", "Ticket").title, "Ticket");
     }
 }

@@ -7,7 +7,7 @@ use planwire_protocol::{EventBody, ProjectLink, SubagentPhase};
 use tokio::sync::{mpsc, oneshot};
 
 use super::outcome::How;
-use super::{cached_version, Control, Driver, FLUSH_AT, FLUSH_EVERY};
+use super::{cached_version, Control, Driver, FLUSH_AGE, FLUSH_AT, FLUSH_EVERY};
 use crate::planners::initiative::selection_prompt;
 use crate::planners::{self, LaunchOptions, LaunchRequest, ParsedEvent};
 use crate::store::runs;
@@ -159,7 +159,10 @@ impl Driver {
         let hard = tokio::time::sleep(config.hard_timeout);
         let idle = tokio::time::sleep(config.idle_timeout);
         let asked = tokio::time::sleep(config.question_timeout);
-        tokio::pin!(hard, idle, asked);
+        // Armed when the batch goes from empty to not empty.
+        let aged = tokio::time::sleep(FLUSH_AGE);
+        tokio::pin!(hard, idle, asked, aged);
+        let mut aging = false;
         let mut tick = tokio::time::interval(FLUSH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut output = std::mem::replace(&mut child.output, mpsc::channel(1).1);
@@ -197,16 +200,26 @@ impl Driver {
                 Some(answer) = ctl.answer_rx.recv() => self.on_answer(answer).await,
                 line = output.recv(), if !eof => match line {
                     Some(line) => {
-                        idle.as_mut().reset(tokio::time::Instant::now() + config.idle_timeout);
+                        let now = tokio::time::Instant::now();
+                        idle.as_mut().reset(now + config.idle_timeout);
+                        let was_empty = self.pending.is_empty();
                         self.on_line(line).await;
                         if self.pending.len() >= FLUSH_AT {
                             self.flush().await;
+                            aging = false;
+                        } else if was_empty && !self.pending.is_empty() {
+                            aged.as_mut().reset(now + FLUSH_AGE);
+                            aging = true;
                         }
                     }
                     None => eof = true,
                 },
                 // The leader's exit ends the pass even if a leftover grandchild holds stdout open.
                 status = child.wait() => break Step::Exited(status.ok()),
+                _ = &mut aged, if aging => {
+                    aging = false;
+                    self.flush().await;
+                }
                 _ = tick.tick() => self.flush().await,
             }
         };

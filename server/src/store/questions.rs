@@ -114,6 +114,14 @@ pub fn reopen(conn: &Connection, id: QuestionId, status: QuestionStatus) -> Resu
     Ok(())
 }
 
+/// Dismisses a ticket's open and stale questions; returns how many.
+pub fn supersede(conn: &Connection, ticket: TicketId) -> Result<usize> {
+    Ok(conn.execute(
+        "UPDATE questions SET status = 'dismissed', answered_at = ?2 WHERE ticket_id = ?1 AND status IN ('open', 'stale')",
+        params![ticket, now()],
+    )?)
+}
+
 /// Marks the open questions of a run stale (its process is gone); returns how many.
 pub fn mark_stale(conn: &Connection, run: i64) -> Result<usize> {
     Ok(conn.execute(

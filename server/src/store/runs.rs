@@ -16,6 +16,8 @@ pub struct NewRun {
     pub resume_of: Option<String>,
     /// Why a run that could have resumed starts fresh.
     pub fresh_reason: Option<String>,
+    /// A new plan asked for while questions are unanswered supersedes them.
+    pub supersede_questions: bool,
 }
 
 /// The process that owns a run: a planwire sidecar.
@@ -162,6 +164,10 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
     )?;
     let id = conn.last_insert_rowid();
     log_event(conn, id, "created", new.fresh_reason.as_deref())?;
+    if new.supersede_questions && questions::supersede(conn, new.ticket_id)? > 0 {
+        let m = "The unanswered questions were set aside: a new plan was asked for.";
+        tickets::add_message(conn, new.ticket_id, Some(id), "status", m)?;
+    }
     tickets::set_status(conn, new.ticket_id, TicketStatus::Queued)?;
     Ok((id, leftovers))
 }
@@ -335,6 +341,7 @@ mod tests {
             retry_of: None,
             resume_of: None,
             fresh_reason: None,
+            supersede_questions: false,
         }
     }
 

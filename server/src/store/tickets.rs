@@ -76,14 +76,26 @@ pub fn get(conn: &Connection, id: TicketId) -> Result<Ticket> {
     Ok(ticket)
 }
 
-pub fn list(conn: &Connection, root: Option<&str>, initiative: Option<i64>) -> Result<Vec<Ticket>> {
+/// Which tickets [`list`] returns.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    pub root: Option<&'a str>,
+    pub initiative: Option<i64>,
+    pub after_id: Option<TicketId>,
+    pub limit: Option<u32>,
+}
+
+pub fn list(conn: &Connection, f: Filter) -> Result<Vec<Ticket>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT} WHERE (?1 IS NULL OR p.root = ?1) AND (?2 IS NULL OR t.initiative_run_id = ?2) ORDER BY t.id"
+        "{SELECT} WHERE (?1 IS NULL OR p.root = ?1) AND (?2 IS NULL OR t.initiative_run_id = ?2) AND t.id > ?3
+         ORDER BY t.id LIMIT ?4"
     ))?;
+    let limit = f.limit.map_or(-1, i64::from);
+    let params = params![f.root, f.initiative, f.after_id.unwrap_or(0), limit];
     let mut tickets = stmt
-        .query_map(params![root, initiative], from_row)?
+        .query_map(params, from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut open = questions::open_by_ticket(conn, root)?;
+    let mut open = questions::open_by_ticket(conn, f.root)?;
     let mut deps = all_depends_on(conn)?;
     for t in &mut tickets {
         t.open_questions = open.remove(&t.id).unwrap_or_default();
@@ -256,8 +268,30 @@ pub(crate) mod tests {
         let id = new_ticket(&conn);
         let t = get(&conn, id).unwrap();
         assert_eq!((t.title.as_str(), t.status), ("T", TicketStatus::Draft));
-        assert_eq!(list(&conn, Some("/tmp/x"), None).unwrap().len(), 1);
-        assert_eq!(list(&conn, Some("/elsewhere"), None).unwrap().len(), 0);
+        assert_eq!(
+            list(
+                &conn,
+                Filter {
+                    root: Some("/tmp/x"),
+                    ..Filter::default()
+                }
+            )
+            .unwrap()
+            .len(),
+            1
+        );
+        assert_eq!(
+            list(
+                &conn,
+                Filter {
+                    root: Some("/elsewhere"),
+                    ..Filter::default()
+                }
+            )
+            .unwrap()
+            .len(),
+            0
+        );
         assert_eq!(messages(&conn, id).unwrap()[0].kind, "description");
         assert!(matches!(get(&conn, 999), Err(StoreError::NotFound(_))));
     }
