@@ -60,7 +60,7 @@ request!(
     GetTranscript, "planwire/getTranscript", GetTranscriptParams, GetTranscriptResult
 );
 request!(
-    /// Deletes a ticket with its runs, transcript, messages and questions (not while it is planned).
+    /// Deletes a ticket with its runs, transcript, messages and questions (refused while it is being planned).
     DeleteTicket, "planwire/deleteTicket", TicketRef, DeleteTicketResult
 );
 request!(
@@ -129,6 +129,10 @@ notification!(
     /// A question for the user was recorded.
     QuestionNotification, "planwire/question", QuestionParams
 );
+notification!(
+    /// A ticket was deleted (tickets that depended on it get a `ticketChanged` too).
+    TicketDeleted, "planwire/ticketDeleted", TicketRef
+);
 
 /// Visits every method's type, for tables built from all of them (the JSON Schema).
 pub trait MethodVisitor {
@@ -163,6 +167,7 @@ pub fn visit_methods(v: &mut impl MethodVisitor) {
     v.notification::<TicketChanged>();
     v.notification::<RunChanged>();
     v.notification::<QuestionNotification>();
+    v.notification::<TicketDeleted>();
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

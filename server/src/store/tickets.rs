@@ -135,7 +135,8 @@ pub fn create_planned(conn: &Connection, t: &NewTicket, plan: &Plan, initiative:
 }
 
 /// Deletes a ticket and all that was recorded for it; refused while a run is active.
-pub fn delete(conn: &Connection, id: TicketId) -> Result<()> {
+/// Returns the tickets that depended on it.
+pub fn delete(conn: &Connection, id: TicketId) -> Result<Vec<TicketId>> {
     status(conn, id)?; // not found → error
     let active: i64 = conn.query_row(
         "SELECT COUNT(*) FROM runs WHERE ticket_id = ?1 AND status IN ('queued', 'running')",
@@ -145,6 +146,11 @@ pub fn delete(conn: &Connection, id: TicketId) -> Result<()> {
     if active > 0 {
         return Err(StoreError::Busy(id));
     }
+    let dependents: Vec<TicketId> = {
+        let mut stmt = conn.prepare("SELECT ticket_id FROM ticket_deps WHERE depends_on = ?1")?;
+        let rows = stmt.query_map([id], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
     for sql in [
         "DELETE FROM transcript WHERE run_id IN (SELECT id FROM runs WHERE ticket_id = ?1)",
         "DELETE FROM agent_runs WHERE run_id IN (SELECT id FROM runs WHERE ticket_id = ?1)",
@@ -157,7 +163,7 @@ pub fn delete(conn: &Connection, id: TicketId) -> Result<()> {
     ] {
         conn.execute(sql, [id])?;
     }
-    Ok(())
+    Ok(dependents)
 }
 
 pub fn add_dependency(conn: &Connection, ticket: TicketId, depends_on: TicketId) -> Result<()> {

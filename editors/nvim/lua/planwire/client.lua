@@ -12,6 +12,9 @@ M.state = {
   runs = {}, --- @type table<integer, table> run id -> run
   questions = {}, --- @type table<integer, table> question id -> question
   last_ticket = {}, --- @type table<string, integer> root -> id of the ticket created last
+  last_breakdown = {}, --- @type table<string, integer> root -> id of the breakdown run started last
+  links = {}, --- @type table<string, table[]> root -> linked projects (last listed)
+  memory = {}, --- @type table<string, table> root -> last planwire/memory/list result
   last_error = nil, --- @type string?
 }
 
@@ -134,13 +137,27 @@ function M.on_ticket(ticket)
   require('planwire.tickets').on_ticket(ticket)
 end
 
---- Records a run the server sent and updates the transcript of its ticket.
+local ENDED = { completed = true, failed = true, cancelled = true, interrupted = true }
+
+--- Records a run the server sent and updates the transcript of its ticket (or its breakdown
+--- buffer: a breakdown run has no ticket, `ticketId` is nil).
 function M.on_run(run)
   if type(run) ~= 'table' or not run.id then
     return
   end
+  local before = M.state.runs[run.id]
   M.state.runs[run.id] = run
   require('planwire.transcript').on_run(run)
+  require('planwire.tickets').on_run(run)
+  if run.kind == 'breakdown' and ENDED[run.status] and not (before and ENDED[before.status]) then
+    local msg = ('breakdown (run %d) %s'):format(run.id, run.status)
+    if type(run.failure) == 'table' and run.failure.message then
+      msg = msg .. ': ' .. run.failure.message
+    elseif run.status == 'completed' then
+      msg = msg .. ': its tickets are in :Planwire tickets'
+    end
+    M.notify(msg, run.status == 'completed' and vim.log.levels.INFO or vim.log.levels.WARN)
+  end
 end
 
 --- Starts the server when it is not running, then calls `cb(client)` once it is initialized

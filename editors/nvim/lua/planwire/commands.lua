@@ -1,4 +1,5 @@
---- `:Planwire {sub}`: new, plan, stop, retry, answer, tickets, transcript, status.
+--- `:Planwire {sub}`: new, plan, stop, retry, answer, delete, tickets, transcript, status,
+--- breakdown, link, unlink, links, memory.
 local M = {}
 
 local api = vim.api
@@ -24,7 +25,8 @@ function M.resolve_ticket(arg, cb)
     end
     return cb(id)
   end
-  local id = require('planwire.transcript').ticket_of(0) or require('planwire.tickets').ticket_at_cursor()
+  local transcript = require('planwire.transcript')
+  local id = transcript.ticket_of(0) or require('planwire.tickets').ticket_at_cursor() or transcript.ticket_at_cursor()
   if id then
     return cb(id)
   end
@@ -154,8 +156,33 @@ function M.retry(arg)
   end)
 end
 
---- :Planwire stop [id]
+--- Stops a run by id (a breakdown has no ticket to stop it by).
+function M.stop_run(run_id)
+  client.request('planwire/stop', { runId = run_id }, function(err, result)
+    if err then
+      return notify_err('stop', err)
+    end
+    client.notify(result and result.stopped and ('run %d stopped'):format(run_id) or ('run %d is not active'):format(run_id))
+  end)
+end
+
+--- :Planwire stop [id] — the ticket's active run; without an id in a breakdown buffer (or,
+--- outside any ticket's buffer, while a breakdown of this project runs) the breakdown.
 function M.stop(arg)
+  if arg == nil or arg == '' then
+    local transcript = require('planwire.transcript')
+    local run_id = transcript.run_of(0)
+    if run_id then
+      return M.stop_run(run_id)
+    end
+    if not (transcript.ticket_of(0) or require('planwire.tickets').ticket_at_cursor()) then
+      local bid = client.state.last_breakdown[client.root()]
+      local run = bid and client.state.runs[bid]
+      if bid and (not run or run.status == 'queued' or run.status == 'running') then
+        return M.stop_run(bid)
+      end
+    end
+  end
   M.resolve_ticket(arg, function(id)
     client.request('planwire/stop', { ticketId = id }, function(err, result)
       if err then
@@ -164,6 +191,159 @@ function M.stop(arg)
       client.notify(result and result.stopped and ('ticket %d stopped'):format(id) or ('ticket %d has no active run'):format(id))
     end)
   end)
+end
+
+-- delete -----------------------------------------------------------------------------------------
+
+--- Asks yes or no with vim.ui.select; `on_yes()` only on yes.
+function M.confirm(prompt, yes_label, on_yes)
+  vim.ui.select({ yes_label, 'Cancel' }, { prompt = prompt, kind = 'planwire.confirm' }, function(choice)
+    if choice == yes_label then
+      on_yes()
+    else
+      client.notify('cancelled')
+    end
+  end)
+end
+
+--- Forgets a deleted ticket: state, tickets buffer, transcript buffer.
+function M.forget_ticket(id)
+  client.state.tickets[id] = nil
+  for qid, q in pairs(client.state.questions) do
+    if q.ticketId == id then
+      client.state.questions[qid] = nil
+    end
+  end
+  for root, last in pairs(client.state.last_ticket) do
+    if last == id then
+      client.state.last_ticket[root] = nil
+    end
+  end
+  -- the server drops the dependencies on it too (and sends no ticketChanged for that)
+  local tickets = require('planwire.tickets')
+  local lists = { client.state.tickets, tickets.view and tickets.view.tickets or {} }
+  for _, list in ipairs(lists) do
+    for _, t in pairs(list) do
+      if type(t.dependsOn) == 'table' and vim.tbl_contains(t.dependsOn, id) then
+        t.dependsOn = vim.tbl_filter(function(d)
+          return d ~= id
+        end, t.dependsOn)
+      end
+    end
+  end
+  if tickets.view then
+    tickets.view.tickets[id] = nil
+    tickets.render()
+  end
+  local transcript = require('planwire.transcript')
+  local buf = transcript.find_buf(transcript.bufname(id))
+  if buf then
+    pcall(api.nvim_buf_delete, buf, { force = true })
+  end
+  transcript.views[id] = nil
+  for _, v in pairs(transcript.run_views) do
+    if v.tickets[id] then
+      v.tickets[id] = nil
+      transcript.sync(v)
+    end
+  end
+end
+
+--- :Planwire delete [id] — deletes a ticket with its runs, transcript and questions, after a
+--- confirmation (none with !). `cb(err, result)` runs when done (tests).
+function M.delete(arg, force, cb)
+  M.resolve_ticket(arg, function(id)
+    local function go()
+      client.request('planwire/deleteTicket', { ticketId = id }, function(err, result)
+        if err then
+          notify_err('deleteTicket', err)
+        else
+          M.forget_ticket(id)
+          client.notify(('ticket %d deleted'):format(id))
+        end
+        if cb then
+          cb(err, result)
+        end
+      end)
+    end
+    if force then
+      return go()
+    end
+    local t = client.state.tickets[id]
+    local what = t and t.title and ('#%d "%s"'):format(id, t.title) or ('#' .. id)
+    M.confirm(('Delete ticket %s with its runs, transcript and questions?'):format(what), 'Delete', go)
+  end)
+end
+
+-- breakdown -------------------------------------------------------------------------------------
+
+local breakdown_count = 0
+
+--- Starts `planwire/breakdown` and opens its progress buffer (in `win`, else the current one).
+--- @return any err, integer? run_id
+function M.start_breakdown(root, description, opts)
+  opts = opts or {}
+  local c = cfg()
+  local err, result = client.request_sync('planwire/breakdown', {
+    root = root,
+    description = description,
+    tool = c.tool,
+    model = c.model,
+  }, 20000)
+  if err or type(result) ~= 'table' or not result.runId then
+    notify_err('breakdown', err or { message = 'no run returned' })
+    return err or { message = 'no run returned' }, nil
+  end
+  client.state.last_breakdown[root] = result.runId
+  client.notify(('breaking down the initiative (run %d); :Planwire stop stops it'):format(result.runId))
+  require('planwire.transcript').open_run(result.runId, { win = opts.win, description = description, root = root })
+  return nil, result.runId
+end
+
+--- Opens the description buffer of an initiative; `:w` starts the breakdown.
+function M.open_breakdown_description(root)
+  breakdown_count = breakdown_count + 1
+  local buf = api.nvim_create_buf(true, false)
+  api.nvim_buf_set_name(buf, ('planwire://breakdown/new/%d'):format(breakdown_count))
+  vim.bo[buf].buftype = 'acwrite'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = 'markdown'
+  vim.b[buf].planwire_root = root
+  api.nvim_create_autocmd('BufWriteCmd', {
+    buffer = buf,
+    callback = function()
+      local description = vim.trim(table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), '\n'))
+      if description == '' then
+        return client.notify('describe the initiative first', vim.log.levels.WARN)
+      end
+      local win = vim.fn.win_findbuf(buf)[1]
+      vim.bo[buf].modified = false -- written: the window may now show the breakdown instead
+      local err = M.start_breakdown(root, description, { win = win })
+      if err then
+        vim.bo[buf].modified = true
+        return
+      end
+      vim.schedule(function()
+        if api.nvim_buf_is_valid(buf) and #vim.fn.win_findbuf(buf) == 0 then
+          pcall(api.nvim_buf_delete, buf, { force = true })
+        end
+      end)
+    end,
+  })
+  api.nvim_win_set_buf(0, buf)
+  client.notify('describe the initiative, then :w to break it down into tickets')
+  return buf
+end
+
+--- :Planwire breakdown [description] — with words, starts at once; else opens a description buffer.
+function M.breakdown(description)
+  local root = client.root()
+  description = description and vim.trim(description) or ''
+  if description ~= '' then
+    return M.start_breakdown(root, description)
+  end
+  return M.open_breakdown_description(root)
 end
 
 -- status -------------------------------------------------------------------------------------
@@ -178,7 +358,8 @@ function M.status_lines(s)
     table.insert(lines, 'no active run')
   end
   for _, run in ipairs(s.activeRuns or {}) do
-    table.insert(lines, ('run %d of ticket %d: %s (%s%s)'):format(run.id, run.ticketId, run.status, run.tool or '?',
+    local of = run.ticketId and ('of ticket ' .. tostring(run.ticketId)) or ('(' .. tostring(run.kind or 'breakdown') .. ')')
+    table.insert(lines, ('run %d %s: %s (%s%s)'):format(run.id, of, tostring(run.status), run.tool or '?',
       run.model and (' ' .. run.model) or ''))
   end
   for _, p in ipairs(s.planners or {}) do
@@ -235,20 +416,51 @@ M.subcommands = {
   status = function(args)
     M.status(args[1])
   end,
+  delete = function(args, bang)
+    M.delete(args[1], bang)
+  end,
+  breakdown = function(args)
+    M.breakdown(table.concat(args, ' '))
+  end,
+  link = function(args)
+    require('planwire.links').link(args[1], args[2], table.concat(vim.list_slice(args, 3), ' '))
+  end,
+  unlink = function(args)
+    require('planwire.links').unlink(args[1])
+  end,
+  links = function()
+    require('planwire.links').list()
+  end,
+  memory = function(args)
+    local memory = require('planwire.memory')
+    local sub = args[1]
+    if sub == 'add' then
+      return memory.add(client.root(), table.concat(vim.list_slice(args, 2), ' '))
+    elseif sub == 'remove' then
+      return memory.remove(tonumber(args[2] or ''))
+    elseif sub ~= nil then
+      return client.notify('usage: :Planwire memory [add {text} | remove {id}]', vim.log.levels.ERROR)
+    end
+    memory.open()
+  end,
 }
 
-local takes_id = { plan = true, stop = true, retry = true, answer = true, transcript = true, status = true }
+local takes_id = { plan = true, stop = true, retry = true, answer = true, transcript = true, status = true, delete = true }
 
 --- Entry point of :Planwire.
 function M.run(cmd)
   local args = vim.deepcopy(cmd.fargs)
   local sub = table.remove(args, 1) or 'tickets'
+  local bang = cmd.bang
+  if sub:sub(-1) == '!' then -- `:Planwire plan! 3` as well as `:Planwire! plan 3`
+    sub, bang = sub:sub(1, -2), true
+  end
   local fn = M.subcommands[sub]
   if not fn then
     return client.notify('unknown subcommand "' .. sub .. '"; try one of: ' .. table.concat(M.names(), ', '),
       vim.log.levels.ERROR)
   end
-  fn(args, cmd.bang)
+  fn(args, bang)
 end
 
 function M.names()
@@ -266,7 +478,25 @@ function M.complete(arglead, cmdline, _)
       return vim.startswith(s, arglead)
     end, M.names())
   end
-  if n == 2 and takes_id[words[1]] then
+  local function matching(list)
+    return vim.tbl_filter(function(s)
+      return vim.startswith(s, arglead)
+    end, list)
+  end
+  local sub = (words[1]:gsub('!$', ''))
+  if sub == 'link' then
+    return n == 2 and vim.fn.getcompletion(arglead, 'dir') or {}
+  elseif sub == 'unlink' then
+    return n == 2 and matching(require('planwire.links').cached_names()) or {}
+  elseif sub == 'memory' then
+    if n == 2 then
+      return matching({ 'add', 'remove' })
+    elseif n == 3 and words[2] == 'remove' then
+      return matching(require('planwire.memory').cached_entry_ids())
+    end
+    return {}
+  end
+  if n == 2 and takes_id[sub] then
     local ids = {}
     for id in pairs(client.state.tickets) do
       local s = tostring(id)

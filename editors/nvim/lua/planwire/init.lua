@@ -64,6 +64,20 @@ function M._define_command()
   })
   vim.api.nvim_create_autocmd('BufReadCmd', {
     group = group,
+    pattern = 'planwire://run/*',
+    callback = function(ev)
+      require('planwire.transcript').on_read_run(ev.buf, ev.match)
+    end,
+  })
+  vim.api.nvim_create_autocmd('BufReadCmd', {
+    group = group,
+    pattern = 'planwire://memory*',
+    callback = function(ev)
+      require('planwire.memory').on_read(ev.buf)
+    end,
+  })
+  vim.api.nvim_create_autocmd('BufReadCmd', {
+    group = group,
     pattern = 'planwire://tickets*',
     callback = function(ev)
       require('planwire.tickets').on_read(ev.buf)

@@ -126,6 +126,7 @@ function M.send(ticket_id, question_id, answers, cb)
       local q = client.state.questions[question_id]
       if q then
         q.status = 'answered'
+        q.answers = answers
       end
       client.notify(('answer sent; planning resumes (run %s)'):format(tostring(result and result.runId)))
     end

@@ -25,37 +25,77 @@ local function one_line(s)
   return (tostring(s or ''):gsub('%s*\n%s*', ' '))
 end
 
+--- The list in display order: units (a ticket on its own, or the tickets of one breakdown
+--- in dependency order under a heading), newest unit first.
+--- @return { heading: integer?, ids: integer[] }[]
+function M.units(tickets)
+  local groups, units = {}, {}
+  for id, t in pairs(tickets) do
+    local run = t.initiativeRunId
+    if run then
+      if not groups[run] then
+        groups[run] = { heading = run, list = {}, top = id }
+        table.insert(units, groups[run])
+      end
+      table.insert(groups[run].list, t)
+      groups[run].top = math.max(groups[run].top, id)
+    else
+      table.insert(units, { ids = { id }, top = id })
+    end
+  end
+  local transcript = require('planwire.transcript')
+  for _, u in ipairs(units) do
+    if u.list then
+      u.ids = transcript.dependency_order(u.list)
+      u.list = nil
+    end
+  end
+  table.sort(units, function(a, b)
+    return a.top > b.top
+  end)
+  return units
+end
+
 --- Renders the list.
 function M.render()
   local view = M.view
   if not view or not api.nvim_buf_is_valid(view.buf) then
     return
   end
-  local ids = vim.tbl_keys(view.tickets)
-  table.sort(ids, function(a, b)
-    return a > b
-  end)
-  local lines = { 'planwire tickets · ' .. view.root, '<CR> transcript · p plan · s stop · a answer · r refresh · q close', '' }
+  local lines = {
+    'planwire tickets · ' .. view.root,
+    '<CR> transcript · p plan · s stop · a answer · d delete · r refresh · q close',
+    '',
+  }
   local hls = {}
   view.line_ticket = {}
   if view.error then
     table.insert(lines, 'error: ' .. view.error)
-  elseif #ids == 0 then
-    table.insert(lines, view.loaded and 'no tickets yet: :Planwire new' or 'loading…')
+  elseif next(view.tickets) == nil then
+    table.insert(lines, view.loaded and 'no tickets yet: :Planwire new (or :Planwire breakdown)' or 'loading…')
   end
-  for _, id in ipairs(ids) do
-    local t = view.tickets[id]
-    local idcol = ('#%-4d'):format(id)
-    local status = ('%-12s'):format(t.status or '?')
-    table.insert(lines, ('%s %s %s'):format(idcol, status, one_line(t.title)))
-    view.line_ticket[#lines] = id
-    table.insert(hls, { #lines - 1, #idcol + 1, #idcol + 1 + #(t.status or '?'), STATUS_HL[t.status] or 'Normal' })
-    for _, q in ipairs(t.openQuestions or {}) do
-      for _, item in ipairs(q.items or {}) do
-        local head = (item.header and item.header ~= '') and (one_line(item.header) .. ': ') or ''
-        table.insert(lines, ('      ? question %d · %s%s'):format(q.id, head, one_line(item.question)))
-        view.line_ticket[#lines] = id
-        table.insert(hls, { #lines - 1, 0, #lines[#lines], 'DiagnosticWarn' })
+  local after_text = require('planwire.transcript').after_text
+  for _, unit in ipairs(M.units(view.tickets)) do
+    if unit.heading then
+      local run = client.state.runs[unit.heading]
+      table.insert(lines, ('── breakdown (run %d)%s, in dependency order ──'):format(unit.heading,
+        run and run.status and (' · ' .. run.status) or ''))
+      table.insert(hls, { #lines - 1, 0, #lines[#lines], 'Special' })
+    end
+    for _, id in ipairs(unit.ids) do
+      local t = view.tickets[id]
+      local idcol = ('#%-4d'):format(id)
+      local status = ('%-12s'):format(t.status or '?')
+      table.insert(lines, ('%s %s %s%s'):format(idcol, status, one_line(t.title), after_text(t)))
+      view.line_ticket[#lines] = id
+      table.insert(hls, { #lines - 1, #idcol + 1, #idcol + 1 + #(t.status or '?'), STATUS_HL[t.status] or 'Normal' })
+      for _, q in ipairs(t.openQuestions or {}) do
+        for _, item in ipairs(q.items or {}) do
+          local head = (item.header and item.header ~= '') and (one_line(item.header) .. ': ') or ''
+          table.insert(lines, ('      ? question %d · %s%s'):format(q.id, head, one_line(item.question)))
+          view.line_ticket[#lines] = id
+          table.insert(hls, { #lines - 1, 0, #lines[#lines], 'DiagnosticWarn' })
+        end
       end
     end
   end
@@ -120,6 +160,19 @@ function M.on_ticket(ticket)
   vim.schedule(M.render)
 end
 
+--- planwire/runChanged: a breakdown's heading shows its status.
+function M.on_run(run)
+  local view = M.view
+  if run.kind ~= 'breakdown' or not view or not api.nvim_buf_is_valid(view.buf) then
+    return
+  end
+  for _, t in pairs(view.tickets) do
+    if t.initiativeRunId == run.id then
+      return vim.schedule(M.render)
+    end
+  end
+end
+
 --- The ticket of the cursor line when the current buffer is the tickets buffer.
 function M.ticket_at_cursor()
   local view = M.view
@@ -163,6 +216,9 @@ local function setup_buffer(buf, root)
   map('a', with_ticket(function(id)
     require('planwire.questions').answer(id)
   end), 'planwire: answer')
+  map('d', with_ticket(function(id)
+    commands.delete(id)
+  end), 'planwire: delete (asks first)')
   map('r', function()
     M.refresh()
   end, 'planwire: refresh')

@@ -38,12 +38,18 @@ describe('setup', function()
   it('completes subcommands and ticket ids', function()
     H.fresh()
     local subs = vim.fn.getcompletion('Planwire ', 'cmdline')
-    for _, s in ipairs({ 'new', 'plan', 'stop', 'retry', 'answer', 'tickets', 'transcript', 'status' }) do
+    for _, s in ipairs({ 'new', 'plan', 'stop', 'retry', 'answer', 'tickets', 'transcript', 'status', 'delete',
+      'breakdown', 'link', 'unlink', 'links', 'memory' }) do
       assert.is_true(vim.tbl_contains(subs, s), s .. ' missing from ' .. vim.inspect(subs))
     end
     assert.same({ 'plan' }, vim.fn.getcompletion('Planwire pl', 'cmdline'))
     local t = H.create_ticket('Completion', '')
     assert.is_true(vim.tbl_contains(vim.fn.getcompletion('Planwire plan ', 'cmdline'), tostring(t.id)))
+    assert.is_true(vim.tbl_contains(vim.fn.getcompletion('Planwire delete ', 'cmdline'), tostring(t.id)))
+    assert.is_true(vim.tbl_contains(vim.fn.getcompletion('Planwire delete! ', 'cmdline'), tostring(t.id)))
+    assert.same({ 'breakdown' }, vim.fn.getcompletion('Planwire br', 'cmdline'))
+    assert.same({ 'link', 'links' }, vim.fn.getcompletion('Planwire link', 'cmdline'))
+    assert.same({}, vim.fn.getcompletion('Planwire breakdown ', 'cmdline'))
   end)
 
   it('starts the server on the first command that needs it, with dbPath', function()
@@ -75,7 +81,9 @@ describe('doc/planwire.txt', function()
       tags[line:match('^[^\t]+')] = true
     end
     for _, tag in ipairs({ 'planwire.txt', 'planwire-setup', ':Planwire', ':Planwire-new', ':Planwire-plan',
-      ':Planwire-stop', ':Planwire-answer', ':Planwire-tickets', 'planwire-transcript', 'planwire-health' }) do
+      ':Planwire-stop', ':Planwire-answer', ':Planwire-tickets', 'planwire-transcript', 'planwire-health',
+      ':Planwire-delete', ':Planwire-breakdown', 'planwire-breakdown', ':Planwire-link', ':Planwire-unlink',
+      ':Planwire-links', 'planwire-links', ':Planwire-memory', 'planwire-memory' }) do
       assert.is_true(tags[tag] == true, 'missing tag ' .. tag)
     end
   end)

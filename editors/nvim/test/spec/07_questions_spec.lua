@@ -105,10 +105,6 @@ describe('questions', function()
       end
     end
 
-    if reply.err and reply.err.code == -32601 then
-      pending('the server does not implement planwire/answer yet (MethodNotFound); the request sent was '
-        .. vim.json.encode(sent))
-    end
     assert.is_nil(reply.err, vim.inspect(reply.err))
     assert.is_number(reply.result.runId)
     -- the question is answered and planning resumed with a run
@@ -126,6 +122,58 @@ describe('questions', function()
       found = found or run.id == reply.result.runId
     end
     assert.is_true(found, 'run ' .. reply.result.runId .. ' not among ' .. vim.inspect(got.runs))
+  end)
+
+  it('a live question (the `ask` script) is answered end to end through the choice UI', function()
+    H.fresh({ model = 'ask' })
+    local t = H.create_ticket('Live question', 'x', 'ask')
+    vim.cmd('Planwire plan')
+    local buf = api.nvim_get_current_buf()
+    local ticket = H.wait_status(t.id, 'needs_input', nil, buf)
+    local q = ticket.openQuestions[1]
+    assert.equals('live', q.source)
+    assert.equals('Which greeting should the program print?', q.items[1].question)
+    -- the run waits for the answer meanwhile
+    H.wait('the question in the transcript', function()
+      return H.text(buf):find('Which greeting should the program print?', 1, true)
+    end, nil, function()
+      return H.text(buf)
+    end)
+
+    local shown
+    local calls
+    restore, calls = H.stub_ui({}, { function(items, o)
+      shown = vim.tbl_map(o.format_item, items)
+      for _, it in ipairs(items) do
+        if it.label == 'Hi there' then
+          return it
+        end
+      end
+    end })
+    vim.cmd('Planwire answer ' .. t.id)
+    H.wait_status(t.id, { 'planned', 'failed' }, nil, buf)
+    assert.equals('planned', H.ticket(t.id).status)
+    assert.equals(1, #calls.select)
+    assert.equals('Greeting: Which greeting should the program print?', calls.select[1].opts.prompt)
+    assert.same({ 'Hello, world (Recommended) — Classic greeting', 'Hi there — Informal greeting', 'Other…' }, shown)
+
+    -- the server keeps the answer; the same run went on to the plan
+    local got = H.request('planwire/getTicket', { ticketId = t.id })
+    assert.equals(1, #got.runs)
+    assert.equals('completed', got.runs[1].status)
+    assert.equals('answered', got.questions[1].status)
+    assert.same({ { selected = { 'Hi there' } } }, got.questions[1].answers)
+    assert.same({}, got.ticket.openQuestions)
+    -- the transcript shows the answer and the plan, and no open question
+    H.wait('the answer and the plan in the transcript', function()
+      local text = H.text(buf)
+      return text:find('## Answered questions', 1, true) and text:find('→ `Hi there`', 1, true)
+        and text:find('# Plan: ', 1, true)
+    end, nil, function()
+      return H.text(buf)
+    end)
+    assert.falsy(H.text(buf):find('Questions waiting for an answer', 1, true))
+    assert.same({}, H.duplicates(H.lines(buf)))
   end)
 
   describe('the choice UI', function()
