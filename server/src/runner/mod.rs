@@ -30,6 +30,7 @@ use planwire_protocol::{
     AgentRunId, ErrorCode, EventBody, QuestionId, QuestionParams, RunChangedParams, RunId, SubagentPhase, Ticket,
     TicketChangedParams, TicketId, TranscriptEvent, TranscriptParams,
 };
+use serde_json::value::RawValue;
 use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot};
 
@@ -429,21 +430,20 @@ impl Driver {
         }
     }
 
-    /// Commits the pending events, then notifies them.
+    /// Commits the pending events, then notifies them (with the very JSON that was stored).
     async fn flush(&mut self) {
         if self.pending.is_empty() {
             return;
         }
         let events = std::mem::take(&mut self.pending);
         let (run, count) = (self.run_id, events.len());
-        let stored = self
-            .s
-            .store
-            .write(move |c| transcript::append(c, run, &events).map(|_| events))
-            .await;
-        match stored {
-            Ok(events) => {
-                let params = TranscriptParams {
+        match self.s.store.write(move |c| transcript::append(c, run, &events)).await {
+            Ok(payloads) => {
+                let events: Vec<Box<RawValue>> = payloads
+                    .into_iter()
+                    .filter_map(|p| RawValue::from_string(p).ok())
+                    .collect();
+                let params = RawTranscript {
                     ticket_id: self.ticket_id,
                     run_id: run,
                     events,
@@ -527,6 +527,15 @@ impl Driver {
         notify_changed(&self.s, self.ticket_id, self.run_id).await;
         self.progress.end("Planning could not start");
     }
+}
+
+/// `planwire/transcript` params ([`TranscriptParams`]) with events already serialized.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RawTranscript {
+    ticket_id: Option<TicketId>,
+    run_id: RunId,
+    events: Vec<Box<RawValue>>,
 }
 
 /// Answers every stop request of a run that has been recorded as ended.

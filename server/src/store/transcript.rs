@@ -8,20 +8,23 @@ use super::Result;
 use crate::util::now;
 
 /// Appends a batch of events (already numbered, in order) and advances the run's `last_seq`.
-/// Each event is serialized once, here.
-pub fn append(conn: &Connection, run: RunId, events: &[TranscriptEvent]) -> Result<()> {
+/// Each event is serialized once, here; the JSON is returned so notifications send the same
+/// bytes that were stored.
+pub fn append(conn: &Connection, run: RunId, events: &[TranscriptEvent]) -> Result<Vec<String>> {
     let Some(last) = events.last() else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let mut stmt = conn.prepare_cached(
         "INSERT INTO transcript (run_id, seq, agent_run_id, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
+    let mut payloads = Vec::with_capacity(events.len());
     for e in events {
         let payload = serde_json::to_string(e).expect("an event serializes");
         stmt.execute(params![run, e.seq, e.agent_run_id, e.body.kind(), payload])?;
+        payloads.push(payload);
     }
     conn.execute("UPDATE runs SET last_seq = ?2 WHERE id = ?1", params![run, last.seq])?;
-    Ok(())
+    Ok(payloads)
 }
 
 /// Events with `seq > after`, at most `limit`, and the run's highest seq.
