@@ -5,10 +5,12 @@
   const vscode = acquireVsCodeApi();
   const root = document.getElementById('root');
   const saved = vscode.getState() || {};
-  const ticketId = Number(document.body.dataset.ticketId);
+  // A ticket's page carries data-ticket-id; a breakdown's page data-run-id.
+  const ticketId = document.body.dataset.ticketId ? Number(document.body.dataset.ticketId) : undefined;
+  const runId = document.body.dataset.runId ? Number(document.body.dataset.runId) : undefined;
   /** data-key → open, for rows the reader toggled. */
   const toggled = saved.toggled || {};
-  vscode.setState({ ticketId, toggled });
+  vscode.setState({ ticketId, runId, toggled });
 
   function atBottom() {
     return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 48;
@@ -47,13 +49,14 @@
     if (summary && summary.parentElement && summary.parentElement.dataset.key) {
       const d = summary.parentElement;
       toggled[d.dataset.key] = !d.open;
-      vscode.setState({ ticketId, toggled });
+      vscode.setState({ ticketId, runId, toggled });
     }
     const button = e.target.closest('[data-cmd]');
     if (button) {
       e.preventDefault();
       const qid = button.dataset.questionId ? Number(button.dataset.questionId) : undefined;
-      vscode.postMessage({ type: 'command', cmd: button.dataset.cmd, questionId: qid });
+      const tid = button.dataset.ticketId ? Number(button.dataset.ticketId) : undefined;
+      vscode.postMessage({ type: 'command', cmd: button.dataset.cmd, questionId: qid, ticketId: tid });
     }
   });
 

@@ -1,28 +1,34 @@
 // planwire for VS Code: a thin client of the planwire sidecar. The server holds every ticket,
 // run and transcript; this extension renders them and forwards what the person does.
 
+import * as path from 'path';
 import * as vscode from 'vscode';
 import { ErrorCodes, METHOD_NOT_FOUND, Planwire, errorCode, errorMessage } from './client';
-import { TicketStore, TicketTree, workspaceRoots } from './tickets';
+import { TicketStore, TicketTree, normalizeRoot, workspaceRoots, type Node } from './tickets';
 import { TranscriptPanels } from './transcriptPanel';
 import { askQuestion } from './answer';
 import { answerable, questionSummary } from './pure/questions';
 import { statusWord } from './pure/render';
 import { ticketFromMarkdown } from './pure/ticketText';
-import type { GetTicketResult, PlannerInfo, Question, StatusResult, Ticket } from './pure/types';
+import { initiativeTitle, passMessage, suggestLinkName } from './pure/initiative';
+import type { GetRunResult, GetTicketResult, LinksResult, MemoryEntry, MemorySuggestion, PlannerInfo, Question, Run, StatusResult, Ticket } from './pure/types';
 import { testLog } from './testlog';
 
-type TicketArg = Ticket | { ticketId?: number; questionId?: number } | number | undefined;
+type TicketArg = Ticket | Node | { ticketId?: number; questionId?: number } | number | undefined;
 
 const BUSY = new Set(['planning', 'queued']);
+const BUSY_RUN = new Set(['running', 'queued']);
 const RESTART_KEYS = ['planwire.serverPath', 'planwire.dbPath', 'planwire.logLevel'];
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('planwire', { log: true });
   const planwire = new Planwire(output);
-  const store = new TicketStore(planwire);
+  const store = new TicketStore(planwire, context.workspaceState);
   const tree = new TicketTree(store);
-  const panels = new TranscriptPanels(planwire, context.extensionUri);
+  const panels = new TranscriptPanels(planwire, context.extensionUri, {
+    description: (runId) => store.initiativeText(runId),
+    tickets: (runId) => store.initiativeTickets(runId),
+  });
   const statusItem = vscode.window.createStatusBarItem('planwire.runs', vscode.StatusBarAlignment.Left, 10);
   statusItem.name = 'planwire';
   statusItem.command = 'planwire.showTickets';
@@ -49,14 +55,31 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   context.subscriptions.push({ dispose: () => statusTimer && clearTimeout(statusTimer) });
 
+  const memoryTimers = new Map<string, NodeJS.Timeout>();
+  const scheduleMemoryRefresh = (root: string) => {
+    const r = normalizeRoot(root);
+    const old = memoryTimers.get(r);
+    if (old) clearTimeout(old);
+    memoryTimers.set(r, setTimeout(() => {
+      memoryTimers.delete(r);
+      void store.refreshMemory(r);
+    }, 300));
+  };
+  context.subscriptions.push({ dispose: () => memoryTimers.forEach((t) => clearTimeout(t)) });
+
   // ---- notifications ----------------------------------------------------------------------
   let firstReady = true;
   context.subscriptions.push(
     planwire.onTicketChanged.event((t) => {
       store.upsert(t);
       updateStatus();
+      // A finished plan may have suggested memory entries.
+      if (t.status === 'planned' || t.status === 'needs_input') scheduleMemoryRefresh(t.root);
     }),
-    planwire.onRunChanged.event(() => updateStatus()),
+    planwire.onRunChanged.event((r) => {
+      store.upsertRun(r);
+      updateStatus();
+    }),
     planwire.onQuestion.event(({ ticketId, question }) => {
       if (question.status !== 'open' && question.status !== 'stale') return;
       const t = store.get(ticketId);
@@ -117,14 +140,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   async function resolveTicket(arg: TicketArg, what: string, applies: (t: Ticket) => boolean = () => true): Promise<Ticket | undefined> {
     if (typeof arg === 'number') return fetchTicket(arg);
     if (arg && typeof arg === 'object') {
-      if ('id' in arg && typeof arg.id === 'number') return store.get(arg.id) ?? (arg as Ticket);
+      // A row of the tree (its context menu passes the node) or a ticket.
+      if ('kind' in arg && arg.kind === 'ticket') return fetchTicket(arg.id);
+      if ('id' in arg && typeof arg.id === 'number' && 'title' in arg) return store.get(arg.id) ?? (arg as Ticket);
       if ('ticketId' in arg && typeof arg.ticketId === 'number') return fetchTicket(arg.ticketId);
     }
-    const selected = tree.view.selection[0];
-    testLog({ event: 'resolveTicket', what, selection: tree.view.selection.map((t) => t.id), activePanel: panels.activeTicketId() ?? null });
-    if (selected) {
-      const t = store.get(selected.id) ?? selected;
-      if (applies(t)) return t;
+    const selectedIds = tree.selectedTicketIds();
+    testLog({ event: 'resolveTicket', what, selection: selectedIds, activePanel: panels.activeTicketId() ?? null });
+    if (selectedIds.length) {
+      const t = store.get(selectedIds[0]);
+      if (t && applies(t)) return t;
     }
     const active = panels.activeTicketId();
     if (active !== undefined) {
@@ -272,7 +297,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   });
 
-  register('planwire.stop', async (arg?: TicketArg) => {
+  register('planwire.stop', async (arg?: TicketArg | { runId: number }) => {
+    if (arg && typeof arg === 'object' && 'runId' in arg) {
+      return vscode.commands.executeCommand('planwire.stopBreakdown', arg);
+    }
     const t = await resolveTicket(arg, 'stop', (x) => BUSY.has(x.status));
     if (!t) return;
     try {
@@ -331,7 +359,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   });
 
-  register('planwire.openTranscript', async (arg?: TicketArg) => {
+  register('planwire.openTranscript', async (arg?: TicketArg | { runId: number }) => {
+    if (arg && typeof arg === 'object' && 'runId' in arg) {
+      return vscode.commands.executeCommand('planwire.openBreakdown', arg);
+    }
     const t = await resolveTicket(arg, 'show');
     if (t) panels.open(t.id);
   });
@@ -339,37 +370,377 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register('planwire.delete', async (arg?: TicketArg) => {
     const t = await resolveTicket(arg, 'delete', (x) => !BUSY.has(x.status));
     if (!t) return;
-    const ok = await vscode.window.showWarningMessage(`Delete the ticket “${t.title}” with its runs and transcripts?`, { modal: true }, 'Delete');
+    if (BUSY.has(t.status)) {
+      busyDeleteMessage(t);
+      return;
+    }
+    const dependents = store.list().filter((x) => (x.dependsOn ?? []).includes(t.id));
+    const detail = dependents.length
+      ? dependents.length === 1
+        ? `“${dependents[0].title}” depends on it; it keeps its plan but loses this dependency.`
+        : `${dependents.map((x) => `“${x.title}”`).join(', ')} depend on it; they keep their plans but lose this dependency.`
+      : 'Its plan, runs, transcripts and questions are deleted too. This cannot be undone.';
+    const ok = await vscode.window.showWarningMessage(`Delete the ticket “${t.title}”?`, { modal: true, detail }, 'Delete');
     if (ok !== 'Delete') return;
     try {
-      await planwire.request('planwire/deleteTicket', { ticketId: t.id });
+      const res = await planwire.request<{ deleted: boolean }>('planwire/deleteTicket', { ticketId: t.id });
+      testLog({ event: 'deleted', ticketId: t.id, deleted: res?.deleted });
       panels.close(t.id);
       store.remove(t.id);
+      vscode.window.setStatusBarMessage(`planwire: deleted “${t.title}”`, 5000);
+      // Tickets that depended on it changed too (the server sends no ticketChanged for them).
+      if (dependents.length || t.initiativeRunId !== null && t.initiativeRunId !== undefined) await store.refresh().catch(() => undefined);
+      if (t.initiativeRunId !== null && t.initiativeRunId !== undefined) panels.refreshRun(t.initiativeRunId);
     } catch (e) {
       if (errorCode(e) === METHOD_NOT_FOUND) {
         void vscode.window.showErrorMessage('planwire: this server cannot delete tickets yet (planwire/deleteTicket).');
+        return;
+      }
+      if (errorCode(e) === ErrorCodes.ticketBusy) {
+        busyDeleteMessage(t);
+        return;
+      }
+      if (errorCode(e) === ErrorCodes.notFound) {
+        store.remove(t.id);
+        panels.close(t.id);
+        void vscode.window.showInformationMessage(`planwire: “${t.title}” was already deleted.`);
         return;
       }
       reportError('delete', e);
     }
   });
 
+  function busyDeleteMessage(t: Ticket): void {
+    testLog({ event: 'deleteBusy', ticketId: t.id });
+    void vscode.window
+      .showWarningMessage(`planwire: “${t.title}” is being planned and cannot be deleted. Stop planning it first.`, 'Stop Planning', 'Open Transcript')
+      .then((c) => {
+        if (c === 'Stop Planning') void vscode.commands.executeCommand('planwire.stop', { ticketId: t.id });
+        if (c === 'Open Transcript') panels.open(t.id);
+      });
+  }
+
+  // ---- breakdown: an initiative into dependent tickets --------------------------------
+  /** The initiative's text: the active markdown document (or its selection), else an InputBox. */
+  async function askInitiative(): Promise<string | undefined> {
+    const editor = vscode.window.activeTextEditor;
+    const doc = editor?.document;
+    const fromEditor = editor && doc && doc.languageId === 'markdown'
+      ? (editor.selection.isEmpty ? doc.getText() : doc.getText(editor.selection)).trim()
+      : '';
+    if (fromEditor) {
+      const name = doc!.isUntitled ? 'the active document' : vscode.workspace.asRelativePath(doc!.uri);
+      const pick = await vscode.window.showQuickPick(
+        [
+          { label: `$(markdown) Use ${editor!.selection.isEmpty ? '' : 'the selection of '}${name}`, description: `${fromEditor.length} characters`, use: true },
+          { label: '$(edit) Type the initiative', use: false },
+        ],
+        { title: 'planwire: Break Down Initiative', placeHolder: 'Where is the initiative described?' },
+      );
+      if (!pick) return undefined;
+      if (pick.use) return fromEditor;
+    }
+    const text = await vscode.window.showInputBox({
+      title: 'planwire: Break Down Initiative',
+      prompt: 'Describe the initiative; planwire breaks it into dependent tickets (for a long text, open a markdown document and run this again)',
+      placeHolder: 'e.g. Let users sign in with GitHub and keep their settings',
+      ignoreFocusOut: true,
+      validateInput: (v) => (v.trim() ? undefined : 'Describe the initiative'),
+    });
+    return text?.trim() || undefined;
+  }
+
+  register('planwire.breakdown', async (arg?: { description?: string; root?: string }) => {
+    const root = arg?.root ?? (await chooseRoot());
+    if (!root) return;
+    const description = arg?.description?.trim() || (await askInitiative());
+    if (!description) return;
+    let runId: number;
+    try {
+      runId = (await planwire.request<{ runId: number }>('planwire/breakdown', { root, description, ...settingsTicketOptions() })).runId;
+    } catch (e) {
+      if (errorCode(e) === METHOD_NOT_FOUND) {
+        void vscode.window.showErrorMessage('planwire: this server cannot break down initiatives yet (planwire/breakdown). Update planwire.');
+        return;
+      }
+      reportError('break down the initiative', e);
+      return;
+    }
+    store.rememberInitiative(runId, root, description);
+    testLog({ event: 'breakdownStarted', runId });
+    await followBreakdown(runId, root, description);
+  });
+
+  /** Shows a breakdown's progress (Cancel stops it) until it ends, then its tickets or its failure. */
+  async function followBreakdown(runId: number, root: string, description: string): Promise<void> {
+    const title = initiativeTitle(description, runId, 50);
+    const subs: vscode.Disposable[] = [];
+    const ended = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `planwire: breaking down “${title}”`, cancellable: true },
+      (progress, token) => new Promise<Run>((resolve) => {
+        let done = false;
+        const finish = (r: Run) => {
+          if (done) return;
+          done = true;
+          resolve(r);
+        };
+        progress.report({ message: 'starting…' });
+        subs.push(
+          planwire.onRunChanged.event((r) => {
+            if (r.id === runId && !BUSY_RUN.has(r.status)) finish(r);
+          }),
+          planwire.onTranscript.event((p) => {
+            if (p.runId !== runId) return;
+            for (const ev of p.events ?? []) if (ev.kind === 'subagent' && ev.phase === 'start') progress.report({ message: passMessage(ev.label) });
+          }),
+          token.onCancellationRequested(() => {
+            progress.report({ message: 'stopping…' });
+            void stopRun(runId, title);
+          }),
+        );
+        // In case it ended before we listened (or a notification was missed).
+        const poll = async () => {
+          while (!done) {
+            try {
+              const res = await planwire.request<GetRunResult>('planwire/getRun', { runId });
+              store.upsertRun(res.run);
+              if (!BUSY_RUN.has(res.run.status)) finish(res.run);
+            } catch {
+              // keep waiting for runChanged
+            }
+            await new Promise((r) => setTimeout(r, 5000));
+          }
+        };
+        void poll();
+      }),
+    );
+    for (const d of subs) d.dispose();
+    store.upsertRun(ended);
+    testLog({ event: 'breakdownEnded', runId, status: ended.status, failure: ended.failure?.message ?? null });
+    if (ended.status === 'completed') {
+      let tickets: Ticket[] = [];
+      try {
+        tickets = (await planwire.request<{ tickets: Ticket[] }>('planwire/listTickets', { root, initiativeRunId: runId })).tickets ?? [];
+        for (const t of tickets) store.upsert(t);
+      } catch (e) {
+        output.warn(`listing the tickets of breakdown ${runId}: ${errorMessage(e)}`);
+      }
+      panels.refreshRun(runId);
+      await vscode.commands.executeCommand('planwire.tickets.focus');
+      await tree.revealNode(tree.initiativeNode(runId, root), 1);
+      testLog({ event: 'breakdownTickets', runId, tickets: store.initiativeTickets(runId).map((t) => ({ id: t.id, title: t.title, dependsOn: t.dependsOn ?? [] })) });
+      void vscode.window
+        .showInformationMessage(`planwire: “${title}” became ${tickets.length} ticket${tickets.length === 1 ? '' : 's'}.`, 'Open Breakdown')
+        .then((c) => c && panels.openRun(runId));
+    } else if (ended.status === 'cancelled') {
+      vscode.window.setStatusBarMessage(`planwire: stopped breaking down “${title}”`, 5000);
+    } else {
+      const why = ended.failure?.message || ended.failure?.code || statusWord(ended.status);
+      void vscode.window
+        .showErrorMessage(`planwire: breaking down “${title}” failed: ${why}`, 'Open Breakdown')
+        .then((c) => c && panels.openRun(runId));
+    }
+  }
+
+  async function stopRun(runId: number, title: string): Promise<void> {
+    try {
+      const res = await planwire.request<{ stopped: boolean }>('planwire/stop', { runId });
+      if (!res.stopped) vscode.window.setStatusBarMessage(`planwire: “${title}” was not running`, 5000);
+      updateStatus();
+    } catch (e) {
+      reportError('stop the breakdown', e);
+    }
+  }
+
+  /** A breakdown run from a command argument (an initiative row, `{ runId }`), else the active one. */
+  async function resolveRun(arg: unknown, activeOnly: boolean): Promise<number | undefined> {
+    if (arg && typeof arg === 'object' && 'runId' in arg && typeof (arg as { runId: unknown }).runId === 'number') return (arg as { runId: number }).runId;
+    const ids = activeOnly ? store.activeBreakdowns().map((r) => r.id) : store.initiativeRunIds();
+    if (activeOnly && ids.length === 1) return ids[0];
+    if (!ids.length) {
+      void vscode.window.showInformationMessage(activeOnly ? 'planwire: no breakdown is running.' : 'planwire: no initiative was broken down yet.');
+      return undefined;
+    }
+    const pick = await vscode.window.showQuickPick(
+      ids.map((id) => ({ label: initiativeTitle(store.initiativeText(id), id), description: `breakdown run ${id} · ${store.initiativeTickets(id).length} tickets`, id })),
+      { title: activeOnly ? 'planwire: breakdown to stop' : 'planwire: initiative to open' },
+    );
+    return pick?.id;
+  }
+
+  register('planwire.stopBreakdown', async (arg?: unknown) => {
+    const runId = await resolveRun(arg, true);
+    if (runId === undefined) return;
+    await stopRun(runId, initiativeTitle(store.initiativeText(runId), runId));
+  });
+
+  register('planwire.openBreakdown', async (arg?: unknown) => {
+    const runId = await resolveRun(arg, false);
+    if (runId !== undefined) panels.openRun(runId);
+  });
+
+  // ---- linked projects ----------------------------------------------------------------
+  /** The project root of a tree node or argument, else the workspace folder (asking when several). */
+  async function projectRoot(arg: unknown): Promise<string | undefined> {
+    if (arg && typeof arg === 'object' && 'root' in arg && typeof (arg as { root: unknown }).root === 'string') return (arg as { root: string }).root;
+    return chooseRoot();
+  }
+
+  register('planwire.linkProject', async (arg?: unknown) => {
+    const root = await projectRoot(arg);
+    if (!root) return;
+    const picked = await vscode.window.showOpenDialog({
+      title: 'planwire: repository to link (researched before planning)',
+      canSelectFolders: true,
+      canSelectFiles: false,
+      canSelectMany: false,
+      openLabel: 'Link',
+      defaultUri: vscode.Uri.file(path.dirname(root)),
+    });
+    const folder = picked?.[0];
+    if (!folder) return;
+    const linkedRoot = folder.fsPath;
+    const taken = new Set((store.projectLinks(root) ?? []).map((l) => l.name));
+    const name = await vscode.window.showInputBox({
+      title: 'planwire: Link Project (1/2)',
+      prompt: `A short name for ${linkedRoot}`,
+      value: suggestLinkName(linkedRoot, taken),
+      ignoreFocusOut: true,
+      validateInput: (v) => (!v.trim() ? 'The name may not be empty' : taken.has(v.trim()) ? `“${v.trim()}” is already linked` : undefined),
+    });
+    if (name === undefined) return;
+    const role = await vscode.window.showInputBox({
+      title: 'planwire: Link Project (2/2)',
+      prompt: `One line: what ${name.trim()} is to this project`,
+      placeHolder: 'e.g. the backend whose REST API this app calls',
+      ignoreFocusOut: true,
+      validateInput: (v) => (v.trim() ? undefined : 'Say what the repository is to this project'),
+    });
+    if (role === undefined) return;
+    try {
+      const res = await planwire.request<LinksResult>('planwire/linkProject', { root, linkedRoot, name: name.trim(), role: role.trim() });
+      store.setLinks(root, res.links ?? []);
+      await tree.revealNode(tree.linksNode(root), 1);
+      vscode.window.setStatusBarMessage(`planwire: linked ${name.trim()}`, 5000);
+    } catch (e) {
+      reportError('link the project', e);
+    }
+  });
+
+  register('planwire.unlinkProject', async (arg?: { root?: string; link?: { name: string } }) => {
+    const root = await projectRoot(arg);
+    if (!root) return;
+    let name = arg?.link?.name;
+    if (!name) {
+      const links = store.projectLinks(root) ?? [];
+      if (!links.length) {
+        void vscode.window.showInformationMessage('planwire: no project is linked.');
+        return;
+      }
+      name = (await vscode.window.showQuickPick(links.map((l) => ({ label: l.name, description: l.role, detail: l.linkedRoot })), { title: 'planwire: project to unlink' }))?.label;
+      if (!name) return;
+    }
+    try {
+      const res = await planwire.request<LinksResult>('planwire/unlinkProject', { root, name });
+      store.setLinks(root, res.links ?? []);
+      vscode.window.setStatusBarMessage(`planwire: unlinked ${name}`, 5000);
+    } catch (e) {
+      reportError('unlink the project', e);
+    }
+  });
+
+  // ---- project memory -----------------------------------------------------------------
+  register('planwire.addMemory', async (arg?: unknown) => {
+    const root = await projectRoot(arg);
+    if (!root) return;
+    const text = await vscode.window.showInputBox({
+      title: 'planwire: Add Memory Entry',
+      prompt: 'A durable fact or convention about this project; it goes into every planning prompt',
+      placeHolder: 'e.g. All database access goes through the repository layer',
+      ignoreFocusOut: true,
+      validateInput: (v) => (!v.trim() ? 'The entry may not be empty' : v.trim().length > 1000 ? 'At most 1000 characters' : undefined),
+    });
+    if (text === undefined) return;
+    try {
+      const entry = await planwire.request<MemoryEntry>('planwire/memory/add', { root, text: text.trim() });
+      testLog({ event: 'memoryAdded', entryId: entry.id, text: entry.text });
+      await store.refreshMemory(root);
+      await tree.revealNode(tree.memoryEntryNode(root, entry), false);
+    } catch (e) {
+      reportError('add the memory entry', e);
+    }
+  });
+
+  register('planwire.removeMemory', async (arg?: { root?: string; entry?: MemoryEntry }) => {
+    const root = await projectRoot(arg);
+    if (!root) return;
+    let entry = arg?.entry;
+    if (!entry) {
+      const entries = store.projectMemory(root)?.entries ?? [];
+      if (!entries.length) {
+        void vscode.window.showInformationMessage('planwire: the project memory is empty.');
+        return;
+      }
+      entry = (await vscode.window.showQuickPick(entries.map((e) => ({ label: e.text, e })), { title: 'planwire: memory entry to remove' }))?.e;
+      if (!entry) return;
+    }
+    try {
+      await planwire.request('planwire/memory/remove', { entryId: entry.id });
+      await store.refreshMemory(root);
+    } catch (e) {
+      reportError('remove the memory entry', e);
+    }
+  });
+
+  async function decideSuggestion(arg: { root?: string; suggestion?: MemorySuggestion } | undefined, accept: boolean): Promise<void> {
+    const root = await projectRoot(arg);
+    if (!root) return;
+    let suggestion = arg?.suggestion;
+    if (!suggestion) {
+      const open = (store.projectMemory(root)?.suggestions ?? []).filter((x) => x.status === 'open');
+      if (!open.length) {
+        void vscode.window.showInformationMessage('planwire: no memory suggestion is waiting.');
+        return;
+      }
+      suggestion = (await vscode.window.showQuickPick(open.map((x) => ({ label: x.text, x })), { title: `planwire: suggestion to ${accept ? 'accept' : 'reject'}` }))?.x;
+      if (!suggestion) return;
+    }
+    try {
+      await planwire.request(accept ? 'planwire/memory/accept' : 'planwire/memory/reject', { suggestionId: suggestion.id });
+      await store.refreshMemory(root);
+    } catch (e) {
+      reportError(`${accept ? 'accept' : 'reject'} the suggestion`, e);
+      await store.refreshMemory(root);
+    }
+  }
+
+  register('planwire.acceptSuggestion', (arg?: { root?: string; suggestion?: MemorySuggestion }) => decideSuggestion(arg, true));
+  register('planwire.rejectSuggestion', (arg?: { root?: string; suggestion?: MemorySuggestion }) => decideSuggestion(arg, false));
+
   register('planwire.status', async () => {
     const s = await planwire.request<StatusResult>('planwire/status', {});
-    type Item = vscode.QuickPickItem & { ticketId?: number };
+    type Item = vscode.QuickPickItem & { ticketId?: number; runId?: number };
     const items: Item[] = [];
     items.push({ label: 'Server', kind: vscode.QuickPickItemKind.Separator });
     items.push({ label: `$(server-process) planwire ${planwire.serverVersion}`, description: s.store?.path, detail: `${s.store?.tickets ?? 0} tickets · ${s.store?.runs ?? 0} runs · schema ${s.store?.schemaVersion ?? '?'}` });
     items.push({ label: 'Planning now', kind: vscode.QuickPickItemKind.Separator });
     if (!s.activeRuns?.length) items.push({ label: '$(check) no planning runs' });
     for (const r of s.activeRuns ?? []) {
+      const planner = [r.tool, r.model].filter(Boolean).join(' / ');
+      if (r.ticketId === null || r.ticketId === undefined) {
+        // A breakdown has no ticket of its own.
+        const title = initiativeTitle(store.initiativeText(r.id), r.id);
+        items.push({ label: `$(sync~spin) Initiative: ${title}`, description: `breakdown run ${r.id} · ${statusWord(r.status)} · ${planner}`, runId: r.id });
+        continue;
+      }
       const t = store.get(r.ticketId);
-      items.push({ label: `$(sync~spin) ${t?.title ?? `ticket ${r.ticketId}`}`, description: `run ${r.id} · ${statusWord(r.status)} · ${[r.tool, r.model].filter(Boolean).join(' / ')}`, ticketId: r.ticketId });
+      items.push({ label: `$(sync~spin) ${t?.title ?? `ticket ${r.ticketId}`}`, description: `run ${r.id} · ${statusWord(r.status)} · ${planner}`, ticketId: r.ticketId });
     }
     items.push({ label: 'Planners', kind: vscode.QuickPickItemKind.Separator });
     for (const p of s.planners ?? []) items.push(plannerItem(p));
     const pick = await vscode.window.showQuickPick(items, { title: 'planwire: status', placeHolder: 'Pick a run to open its transcript' });
     if (pick?.ticketId !== undefined) panels.open(pick.ticketId);
+    else if (pick?.runId !== undefined) panels.openRun(pick.runId);
   });
 
   register('planwire.chooseTool', async () => {
@@ -389,7 +760,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (!pick) return;
     const model = await vscode.window.showInputBox({
       title: `planwire: model for ${pick.tool}`,
-      prompt: pick.tool === 'script' ? 'Script name (demo, slow, questions, fail) or a script file path; empty for demo' : 'Model name; empty for the planner’s default',
+      prompt: pick.tool === 'script' ? 'Script name (demo, slow, questions, ask, fail, breakdown) or a script file path; empty for demo' : 'Model name; empty for the planner’s default',
       value: pick.tool === current ? cfg.get<string>('model') || '' : '',
       ignoreFocusOut: true,
     });

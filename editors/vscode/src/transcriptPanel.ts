@@ -1,4 +1,4 @@
-// One webview panel per ticket, showing its runs' transcripts and its plan.
+// One webview panel per ticket, showing its runs' transcripts and its plan, and one per breakdown run.
 // Catch-up: every run's transcript is fetched with planwire/getTranscript { afterSeq } on open,
 // on reload and after a reconnect; live planwire/transcript notifications are applied on top.
 // The reducer drops seqs it already has and holds back seqs past a gap, so nothing is missed
@@ -9,30 +9,33 @@ import * as vscode from 'vscode';
 import type { Planwire } from './client';
 import { errorMessage } from './client';
 import { applyEvents, newRunTranscript, type RunTranscript } from './pure/transcript';
-import { renderTicket, statusWord } from './pure/render';
-import type { GetTicketResult, GetTranscriptResult, Question, Run, Ticket, TranscriptEvent } from './pure/types';
+import { renderBreakdown, renderTicket, statusWord } from './pure/render';
+import { initiativeTitle } from './pure/initiative';
+import type { GetRunResult, GetTicketResult, GetTranscriptResult, Question, Run, Ticket, TranscriptEvent } from './pure/types';
 import { testLog } from './testlog';
 
 export const VIEW_TYPE = 'planwire.transcript';
 const PAGE = 2000;
 
-class TicketPanel implements vscode.Disposable {
-  ticket: Ticket | undefined;
+/** What a panel shows: one ticket's runs, or one breakdown run. */
+type PanelKey = { ticketId: number } | { runId: number };
+
+/** A transcript webview: the shell page, catch-up of run transcripts, coalesced rendering. */
+abstract class RunsPanel implements vscode.Disposable {
   /** Oldest first. */
   runs: Run[] = [];
-  questions: Question[] = [];
   readonly transcripts = new Map<number, RunTranscript>();
   private readonly fetching = new Map<number, Promise<void>>();
   private readonly again = new Set<number>();
   private renderTimer: NodeJS.Timeout | undefined;
   private clock: NodeJS.Timeout | undefined;
-  private disposed = false;
-  private readonly subs: vscode.Disposable[] = [];
+  protected disposed = false;
+  protected readonly subs: vscode.Disposable[] = [];
 
   constructor(
-    readonly ticketId: number,
+    readonly key: PanelKey,
     readonly panel: vscode.WebviewPanel,
-    private readonly planwire: Planwire,
+    protected readonly planwire: Planwire,
     private readonly extensionUri: vscode.Uri,
     private readonly onDispose: () => void,
   ) {
@@ -41,21 +44,18 @@ class TicketPanel implements vscode.Disposable {
     panel.webview.html = this.shell();
     this.subs.push(
       panel.onDidDispose(() => this.dispose()),
-      panel.webview.onDidReceiveMessage((m: { type: string; cmd?: string; questionId?: number }) => {
+      panel.webview.onDidReceiveMessage((m: { type: string; cmd?: string; questionId?: number; ticketId?: number }) => {
         if (m.type === 'ready') this.render(true);
-        if (m.type === 'command' && m.cmd) {
-          const commands: Record<string, string> = {
-            plan: 'planwire.plan',
-            stop: 'planwire.stop',
-            retry: 'planwire.retry',
-            answer: 'planwire.answer',
-          };
-          const id = commands[m.cmd];
-          if (id) void vscode.commands.executeCommand(id, { ticketId: this.ticketId, questionId: m.questionId });
-        }
+        if (m.type === 'command' && m.cmd) this.command(m.cmd, m);
       }),
     );
   }
+
+  protected abstract command(cmd: string, m: { questionId?: number; ticketId?: number }): void;
+  /** Reloads what the page shows and catches every run up. */
+  protected abstract load(): Promise<void>;
+  /** The page body, or undefined before anything is loaded. */
+  protected abstract html(): { html: string; status: string } | undefined;
 
   private shell(): string {
     const nonce = crypto.randomBytes(16).toString('base64');
@@ -69,6 +69,7 @@ class TicketPanel implements vscode.Disposable {
       `img-src ${webview.cspSource} data:`,
       `font-src ${webview.cspSource}`,
     ].join('; ');
+    const data = 'ticketId' in this.key ? `data-ticket-id="${this.key.ticketId}"` : `data-run-id="${this.key.runId}"`;
     return `<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -78,7 +79,7 @@ class TicketPanel implements vscode.Disposable {
 <link rel="stylesheet" href="${css}">
 <title>planwire transcript</title>
 </head>
-<body data-ticket-id="${this.ticketId}">
+<body ${data}>
 <div id="root"><div class="dim">Loading…</div></div>
 <script nonce="${nonce}" src="${js}"></script>
 </body>
@@ -88,7 +89,7 @@ class TicketPanel implements vscode.Disposable {
   private syncing: Promise<void> | undefined;
   private syncAgain = false;
 
-  /** Reloads the ticket, its runs and questions, then catches every run up (coalesced). */
+  /** Reloads the subject and its runs, then catches every run up (coalesced). */
   resync(): Promise<void> {
     if (this.syncing) {
       this.syncAgain = true;
@@ -97,39 +98,23 @@ class TicketPanel implements vscode.Disposable {
     this.syncing = (async () => {
       do {
         this.syncAgain = false;
-        await this.doResync();
+        await this.load();
       } while (this.syncAgain && !this.disposed);
     })().finally(() => (this.syncing = undefined));
     return this.syncing;
   }
 
-  private async doResync(): Promise<void> {
-    try {
-      const res = await this.planwire.request<GetTicketResult>('planwire/getTicket', { ticketId: this.ticketId });
-      if (this.disposed) return;
-      this.ticket = res.ticket;
-      this.questions = res.questions ?? [];
-      this.runs = [...(res.runs ?? [])].sort((a, b) => a.id - b.id);
-      this.panel.title = this.title();
-      this.render();
-      await Promise.all(this.runs.map((r) => this.catchUp(r.id)));
-    } catch (e) {
-      this.panel.webview.postMessage({ type: 'error', message: `Could not load the ticket: ${errorMessage(e)}` });
-    }
-  }
-
-  private title(): string {
-    const t = this.ticket;
-    return t ? `${t.title} · ${statusWord(t.status)}` : `Ticket ${this.ticketId}`;
-  }
-
-  private transcript(runId: number): RunTranscript {
+  protected transcript(runId: number): RunTranscript {
     let t = this.transcripts.get(runId);
     if (!t) {
       t = newRunTranscript(runId);
       this.transcripts.set(runId, t);
     }
     return t;
+  }
+
+  private logKey(): Record<string, number> {
+    return 'ticketId' in this.key ? { ticketId: this.key.ticketId } : { breakdownRunId: this.key.runId };
   }
 
   /** Fetches the run's events after the last one applied, page by page; one fetch per run at a time. */
@@ -148,7 +133,7 @@ class TicketPanel implements vscode.Disposable {
           const res = await this.planwire.request<GetTranscriptResult>('planwire/getTranscript', { runId, afterSeq: t.lastSeq, limit: PAGE });
           const r = applyEvents(t, res.events ?? []);
           if (r.applied) this.render();
-          testLog({ event: 'catchUp', ticketId: this.ticketId, runId, afterSeq: before, got: res.events?.length ?? 0, lastSeq: t.lastSeq, serverLastSeq: res.lastSeq, done: res.done });
+          testLog({ event: 'catchUp', ...this.logKey(), runId, afterSeq: before, got: res.events?.length ?? 0, lastSeq: t.lastSeq, serverLastSeq: res.lastSeq, done: res.done });
           if (!res.events?.length || t.lastSeq >= res.lastSeq || t.lastSeq === before) break;
         }
       } while (this.again.has(runId) && !this.disposed);
@@ -169,17 +154,9 @@ class TicketPanel implements vscode.Disposable {
     }
     const t = this.transcript(runId);
     const r = applyEvents(t, events);
-    testLog({ event: 'transcript', ticketId: this.ticketId, runId, seqs: events.map((e) => e.seq), applied: r.applied, duplicates: r.duplicates, lastSeq: t.lastSeq });
+    testLog({ event: 'transcript', ...this.logKey(), runId, seqs: events.map((e) => e.seq), applied: r.applied, duplicates: r.duplicates, lastSeq: t.lastSeq });
     if (r.needsCatchUp) void this.catchUp(runId);
     if (r.applied) this.render();
-  }
-
-  onTicket(ticket: Ticket): void {
-    const statusChanged = this.ticket?.status !== ticket.status;
-    this.ticket = ticket;
-    this.panel.title = this.title();
-    if (statusChanged) void this.resync();
-    else this.render();
   }
 
   onRun(run: Run): void {
@@ -192,13 +169,6 @@ class TicketPanel implements vscode.Disposable {
     const t = this.transcript(run.id);
     // The run ended or we are behind its last seq: make sure nothing was missed.
     if (run.lastSeq > t.lastSeq && !(run.status === 'running' || run.status === 'queued')) void this.catchUp(run.id);
-    this.render();
-  }
-
-  onQuestion(q: Question): void {
-    const i = this.questions.findIndex((x) => x.id === q.id);
-    if (i >= 0) this.questions[i] = q;
-    else this.questions.push(q);
     this.render();
   }
 
@@ -218,9 +188,10 @@ class TicketPanel implements vscode.Disposable {
   }
 
   private post(): void {
-    if (!this.ticket || this.disposed) return;
-    const html = renderTicket({ ticket: this.ticket, runs: this.runs, transcripts: this.transcripts, questions: this.questions, now: Date.now() });
-    void this.panel.webview.postMessage({ type: 'render', html, ticketId: this.ticketId, status: this.ticket.status });
+    if (this.disposed) return;
+    const page = this.html();
+    if (!page) return;
+    void this.panel.webview.postMessage({ type: 'render', html: page.html, ...this.key, status: page.status });
     const live = this.runs.some((r) => r.status === 'running' || r.status === 'queued');
     if (live && !this.clock) this.clock = setInterval(() => this.render(), 1000);
     if (!live && this.clock) {
@@ -240,21 +211,161 @@ class TicketPanel implements vscode.Disposable {
   }
 }
 
+class TicketPanel extends RunsPanel {
+  ticket: Ticket | undefined;
+  questions: Question[] = [];
+
+  constructor(readonly ticketId: number, panel: vscode.WebviewPanel, planwire: Planwire, extensionUri: vscode.Uri, onDispose: () => void) {
+    super({ ticketId }, panel, planwire, extensionUri, onDispose);
+  }
+
+  protected command(cmd: string, m: { questionId?: number }): void {
+    const commands: Record<string, string> = {
+      plan: 'planwire.plan',
+      stop: 'planwire.stop',
+      retry: 'planwire.retry',
+      answer: 'planwire.answer',
+    };
+    const id = commands[cmd];
+    if (id) void vscode.commands.executeCommand(id, { ticketId: this.ticketId, questionId: m.questionId });
+  }
+
+  protected async load(): Promise<void> {
+    try {
+      const res = await this.planwire.request<GetTicketResult>('planwire/getTicket', { ticketId: this.ticketId });
+      if (this.disposed) return;
+      this.ticket = res.ticket;
+      this.questions = res.questions ?? [];
+      this.runs = [...(res.runs ?? [])].sort((a, b) => a.id - b.id);
+      this.panel.title = this.title();
+      this.render();
+      await Promise.all(this.runs.map((r) => this.catchUp(r.id)));
+    } catch (e) {
+      this.panel.webview.postMessage({ type: 'error', message: `Could not load the ticket: ${errorMessage(e)}` });
+    }
+  }
+
+  private title(): string {
+    const t = this.ticket;
+    return t ? `${t.title} · ${statusWord(t.status)}` : `Ticket ${this.ticketId}`;
+  }
+
+  protected html(): { html: string; status: string } | undefined {
+    if (!this.ticket) return undefined;
+    const html = renderTicket({ ticket: this.ticket, runs: this.runs, transcripts: this.transcripts, questions: this.questions, now: Date.now() });
+    return { html, status: this.ticket.status };
+  }
+
+  onTicket(ticket: Ticket): void {
+    const statusChanged = this.ticket?.status !== ticket.status;
+    this.ticket = ticket;
+    this.panel.title = this.title();
+    if (statusChanged) void this.resync();
+    else this.render();
+  }
+
+  onQuestion(q: Question): void {
+    const i = this.questions.findIndex((x) => x.id === q.id);
+    if (i >= 0) this.questions[i] = q;
+    else this.questions.push(q);
+    this.render();
+  }
+}
+
+/** What the breakdown page needs from the rest of the extension. */
+export interface InitiativeSource {
+  /** The initiative's text, when this window started it. */
+  description(runId: number): string | undefined;
+  /** Its tickets, in dependency order. */
+  tickets(runId: number): Ticket[];
+}
+
+class BreakdownPanel extends RunsPanel {
+  run: Run | undefined;
+
+  constructor(readonly runId: number, panel: vscode.WebviewPanel, planwire: Planwire, extensionUri: vscode.Uri, private readonly source: InitiativeSource, onDispose: () => void) {
+    super({ runId }, panel, planwire, extensionUri, onDispose);
+  }
+
+  protected command(cmd: string, m: { ticketId?: number }): void {
+    if (cmd === 'stopRun') void vscode.commands.executeCommand('planwire.stopBreakdown', { runId: this.runId });
+    if (cmd === 'openTicket' && m.ticketId !== undefined) void vscode.commands.executeCommand('planwire.openTranscript', { ticketId: m.ticketId });
+  }
+
+  private title(): string {
+    const t = initiativeTitle(this.source.description(this.runId), this.runId, 40);
+    const s = this.run ? (this.run.status === 'running' || this.run.status === 'queued' ? 'breaking down' : statusWord(this.run.status)) : '';
+    return s ? `${t} · ${s}` : t;
+  }
+
+  protected async load(): Promise<void> {
+    try {
+      const res = await this.planwire.request<GetRunResult>('planwire/getRun', { runId: this.runId });
+      if (this.disposed) return;
+      this.run = res.run;
+      this.runs = [res.run];
+      this.panel.title = this.title();
+      this.render();
+      await this.catchUp(this.runId);
+    } catch (e) {
+      this.panel.webview.postMessage({ type: 'error', message: `Could not load the breakdown: ${errorMessage(e)}` });
+    }
+  }
+
+  override onRun(run: Run): void {
+    this.run = run;
+    this.panel.title = this.title();
+    super.onRun(run);
+  }
+
+  protected html(): { html: string; status: string } | undefined {
+    if (!this.run) return undefined;
+    const description = this.source.description(this.runId);
+    const html = renderBreakdown({
+      run: this.run,
+      description,
+      title: initiativeTitle(description, this.runId, 120),
+      transcript: this.transcripts.get(this.runId),
+      tickets: this.source.tickets(this.runId),
+      now: Date.now(),
+    });
+    return { html, status: this.run.status };
+  }
+}
+
 export class TranscriptPanels implements vscode.Disposable {
   private readonly panels = new Map<number, TicketPanel>();
+  /** Breakdown pages, by run id. */
+  private readonly runPanels = new Map<number, BreakdownPanel>();
   private readonly subs: vscode.Disposable[] = [];
 
-  constructor(private readonly planwire: Planwire, private readonly extensionUri: vscode.Uri) {
+  constructor(private readonly planwire: Planwire, private readonly extensionUri: vscode.Uri, private readonly initiatives: InitiativeSource) {
     this.subs.push(
-      planwire.onTranscript.event((p) => this.panels.get(p.ticketId)?.onEvents(p.runId, p.events ?? [])),
-      planwire.onTicketChanged.event((t) => this.panels.get(t.id)?.onTicket(t)),
-      planwire.onRunChanged.event((r) => this.panels.get(r.ticketId)?.onRun(r)),
+      planwire.onTranscript.event((p) => {
+        // A breakdown's transcript has no ticket.
+        if (p.ticketId === null || p.ticketId === undefined) this.runPanels.get(p.runId)?.onEvents(p.runId, p.events ?? []);
+        else this.panels.get(p.ticketId)?.onEvents(p.runId, p.events ?? []);
+      }),
+      planwire.onTicketChanged.event((t) => {
+        this.panels.get(t.id)?.onTicket(t);
+        if (t.initiativeRunId !== null && t.initiativeRunId !== undefined) this.runPanels.get(t.initiativeRunId)?.render();
+      }),
+      planwire.onRunChanged.event((r) => {
+        if (r.ticketId === null || r.ticketId === undefined) this.runPanels.get(r.id)?.onRun(r);
+        else this.panels.get(r.ticketId)?.onRun(r);
+      }),
       planwire.onQuestion.event((p) => this.panels.get(p.ticketId)?.onQuestion(p.question)),
       planwire.onReady.event(() => {
         for (const p of this.panels.values()) void p.resync();
+        for (const p of this.runPanels.values()) void p.resync();
       }),
       vscode.window.registerWebviewPanelSerializer(VIEW_TYPE, {
-        deserializeWebviewPanel: async (panel, state: { ticketId?: number } | undefined) => {
+        deserializeWebviewPanel: async (panel, state: { ticketId?: number; runId?: number } | undefined) => {
+          const runId = Number(state?.runId);
+          if (state?.runId !== undefined && state?.runId !== null && Number.isInteger(runId) && !this.runPanels.has(runId)) {
+            this.adoptRun(runId, panel);
+            return;
+          }
           const id = Number(state?.ticketId);
           if (!Number.isInteger(id) || this.panels.has(id)) {
             panel.dispose();
@@ -278,17 +389,41 @@ export class TranscriptPanels implements vscode.Disposable {
       existing.panel.reveal(undefined, preserveFocus);
       return;
     }
-    const panel = vscode.window.createWebviewPanel(VIEW_TYPE, `Ticket ${ticketId}`, { viewColumn: vscode.ViewColumn.Active, preserveFocus }, {
+    this.adopt(ticketId, this.createPanel(`Ticket ${ticketId}`, preserveFocus));
+  }
+
+  /** Opens the page of a breakdown run: the initiative, its transcript and its tickets. */
+  openRun(runId: number, preserveFocus = false): void {
+    const existing = this.runPanels.get(runId);
+    if (existing) {
+      existing.panel.reveal(undefined, preserveFocus);
+      return;
+    }
+    this.adoptRun(runId, this.createPanel(`Initiative #${runId}`, preserveFocus));
+  }
+
+  /** Re-renders a breakdown page (its tickets or description changed). */
+  refreshRun(runId: number): void {
+    this.runPanels.get(runId)?.render();
+  }
+
+  private createPanel(title: string, preserveFocus: boolean): vscode.WebviewPanel {
+    return vscode.window.createWebviewPanel(VIEW_TYPE, title, { viewColumn: vscode.ViewColumn.Active, preserveFocus }, {
       enableScripts: true,
       enableFindWidget: true,
       localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'media')],
     });
-    this.adopt(ticketId, panel);
   }
 
   private adopt(ticketId: number, panel: vscode.WebviewPanel): void {
     const p = new TicketPanel(ticketId, panel, this.planwire, this.extensionUri, () => this.panels.delete(ticketId));
     this.panels.set(ticketId, p);
+    void p.resync();
+  }
+
+  private adoptRun(runId: number, panel: vscode.WebviewPanel): void {
+    const p = new BreakdownPanel(runId, panel, this.planwire, this.extensionUri, this.initiatives, () => this.runPanels.delete(runId));
+    this.runPanels.set(runId, p);
     void p.resync();
   }
 
@@ -298,6 +433,7 @@ export class TranscriptPanels implements vscode.Disposable {
 
   dispose(): void {
     for (const p of [...this.panels.values()]) p.dispose();
+    for (const p of [...this.runPanels.values()]) p.dispose();
     for (const s of this.subs) s.dispose();
   }
 }

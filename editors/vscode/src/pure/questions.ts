@@ -65,3 +65,22 @@ export function questionSummary(question: Question): string {
 export function answerable(questions: readonly Question[] | undefined): Question[] {
   return (questions ?? []).filter((q) => q.status === 'open' || q.status === 'stale').sort((a, b) => a.id - b.id);
 }
+
+/** The chosen answer of one item: its picked labels, then the free text. '' when none. */
+export function answerText(answer: { selected?: string[]; other?: string | null } | undefined): string {
+  if (!answer) return '';
+  const parts = [...(answer.selected ?? [])];
+  const other = answer.other?.trim();
+  if (other) parts.push(`“${other}”`);
+  return parts.join(', ');
+}
+
+/**
+ * Each item of an answered question with what was chosen (question records carry `answers`
+ * once answered). Empty when the question has no answers.
+ */
+export function answeredItems(question: Question): { header: string; question: string; answer: string }[] {
+  const answers = question.answers ?? [];
+  if (!answers.length) return [];
+  return question.items.map((item, i) => ({ header: item.header, question: item.question, answer: answerText(answers[i]) }));
+}

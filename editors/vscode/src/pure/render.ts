@@ -5,7 +5,7 @@
 import MarkdownIt from 'markdown-it';
 import { stripPlanBlock, type Block, type RunTranscript } from './transcript';
 import type { Plan, Question, Run, Ticket } from './types';
-import { answerable } from './questions';
+import { answerable, answeredItems } from './questions';
 
 const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
 // Images become links: a transcript never fetches anything.
@@ -83,11 +83,14 @@ export interface TicketView {
 
 const TOOL_ICONS: Record<string, string> = { running: '◌', completed: '✓', error: '✗', noresult: '–' };
 
-function renderBlocks(blocks: readonly Block[], view: TicketView, live: boolean): string {
+/** What rendering a run needs (a ticket's page or a breakdown's). */
+export type RunsView = Pick<TicketView, 'transcripts' | 'questions' | 'now'>;
+
+function renderBlocks(blocks: readonly Block[], view: RunsView, live: boolean): string {
   return blocks.map((b) => renderBlock(b, view, live)).join('');
 }
 
-function renderBlock(b: Block, view: TicketView, live: boolean): string {
+function renderBlock(b: Block, view: RunsView, live: boolean): string {
   switch (b.type) {
     case 'text': {
       const text = stripPlanBlock(b.text);
@@ -116,7 +119,7 @@ function renderBlock(b: Block, view: TicketView, live: boolean): string {
       const state = b.ended ? statusWord(b.status ?? 'completed') : live ? 'running' : 'ended';
       return `<details class="subagent${ended ? '' : ' live'}" data-key="${b.key}" data-default-open><summary>` +
         `<span class="agent-icon${ended ? '' : ' spin'}">${ended ? '⤷' : '◌'}</span>` +
-        `<span class="agent-label">Subagent: ${esc(b.label || 'task')}</span><span class="agent-status">${esc(state)}</span>` +
+        `<span class="agent-label">${esc(agentLabel(b.label))}</span><span class="agent-status">${esc(state)}</span>` +
         `</summary><div class="children">${renderBlocks(b.children, view, live) || '<div class="dim">no output yet</div>'}</div></details>`;
     }
     case 'error':
@@ -124,15 +127,29 @@ function renderBlock(b: Block, view: TicketView, live: boolean): string {
     case 'question': {
       const q = view.questions.find((x) => x.id === b.questionId);
       const open = q ? q.status === 'open' || q.status === 'stale' : false;
-      const text = q ? q.items.map((i) => esc(i.question)).join('<br>') : `Question ${b.questionId}`;
-      return `<div class="question-ref" data-key="${b.key}"><span class="q-icon">?</span><div><div class="q-text">${text}</div>` +
-        `<div class="q-state">${q ? esc(q.status === 'open' ? 'waiting for your answer' : q.status) : ''}` +
-        (open ? ` <button class="link" data-cmd="answer" data-question-id="${b.questionId}">Answer…</button>` : '') +
-        `</div></div></div>`;
+      const answered = q ? answeredItems(q) : [];
+      const text = q
+        ? q.items.map((item, i) => {
+          const a = answered[i]?.answer;
+          return `<div class="q-text">${esc(item.question)}</div>` + (a ? `<div class="q-answer"><span class="q-answer-label">Answer:</span> ${esc(a)}</div>` : '');
+        }).join('')
+        : `<div class="q-text">Question ${b.questionId}</div>`;
+      const state = !q ? '' : q.status === 'open' ? 'waiting for your answer' : answered.length ? '' : statusWord(q.status);
+      return `<div class="question-ref${answered.length ? ' answered' : ''}" data-key="${b.key}"><span class="q-icon">${answered.length ? '✓' : '?'}</span><div>${text}` +
+        (state || open ? `<div class="q-state">${esc(state)}` +
+          (open ? ` <button class="link" data-cmd="answer" data-question-id="${b.questionId}">Answer…</button>` : '') +
+          `</div>` : '') +
+        `</div></div>`;
     }
     case 'raw':
       return `<details class="raw" data-key="${b.key}"><summary>${b.lines.length} unrecognised line${b.lines.length === 1 ? '' : 's'}</summary><pre>${esc(b.lines.join('\n'))}</pre></details>`;
   }
+}
+
+/** The planner's own passes and research runs keep their name; anything else is a subagent. */
+export function agentLabel(label: string): string {
+  if (/^(Outline|Outline repair|Expansion|Linked research: .+)$/.test(label.trim())) return label.trim();
+  return `Subagent: ${label || 'task'}`;
 }
 
 /** A tool's input as one short line; AskUserQuestion's JSON becomes its question texts. */
@@ -179,16 +196,16 @@ function runFooter(run: Run, t: RunTranscript | undefined, now: number): string 
   return `<footer class="run-foot" data-run-id="${run.id}" data-last-seq="${t?.lastSeq ?? 0}" data-applied="${t?.applied ?? 0}" data-server-last-seq="${run.lastSeq}">${parts.join('<span class="sep">·</span>')}</footer>`;
 }
 
-function runHead(run: Run, index: number): string {
+function runHead(run: Run, index: number, label?: string): string {
   const planner = [run.tool, run.model].filter(Boolean).join(' / ');
   const active = run.status === 'running' || run.status === 'queued';
   return `<span class="run-dot status-${run.status}${active ? ' spin' : ''}"></span>` +
-    `<span class="run-title">Run ${index + 1}</span>` +
+    `<span class="run-title">${esc(label ?? `Run ${index + 1}`)}</span>` +
     `<span class="run-status status-${run.status}">${esc(statusWord(run.status))}</span>` +
     `<span class="dim">${esc(planner)}${run.startedAt ? ` · started ${esc(clockTime(run.startedAt))}` : ''}</span>`;
 }
 
-function renderRun(run: Run, index: number, view: TicketView, latest: boolean): string {
+function renderRun(run: Run, index: number, view: RunsView, latest: boolean, label?: string): string {
   const t = view.transcripts.get(run.id);
   const live = run.status === 'running' || run.status === 'queued';
   const body = t ? renderBlocks(t.blocks, view, live) : '';
@@ -199,7 +216,7 @@ function renderRun(run: Run, index: number, view: TicketView, latest: boolean): 
     ? `<div class="dim">${run.status === 'queued' || run.status === 'running' ? 'Waiting for the planner…' : 'No transcript.'}</div>`
     : '';
   return `<details class="run" id="run-${run.id}" data-key="run-${run.id}"${latest ? ' data-default-open' : ''}>` +
-    `<summary class="run-head">${runHead(run, index)}</summary>` +
+    `<summary class="run-head">${runHead(run, index, label)}</summary>` +
     `<div class="blocks">${body}${failure}${empty}</div>${runFooter(run, t, view.now)}</details>`;
 }
 
@@ -259,4 +276,46 @@ export function renderTicket(view: TicketView): string {
   const noRuns = view.runs.length ? '' : `<div class="dim empty-state">Not planned yet. Run <b>Plan</b> to start.</div>`;
   const plan = ticket.plan ? renderPlan(ticket.plan) : '';
   return head + `<main class="runs">${runs}${noRuns}</main>` + renderOpenQuestions(view) + plan;
+}
+
+export interface BreakdownView {
+  run: Run;
+  /** The initiative as the person wrote it, when this window knows it. */
+  description?: string;
+  title: string;
+  transcript?: RunTranscript;
+  /** The tickets it became, in dependency order. */
+  tickets: Ticket[];
+  now: number;
+}
+
+/** The whole page body for a breakdown run: the initiative, its transcript, the tickets it became. */
+export function renderBreakdown(view: BreakdownView): string {
+  const { run } = view;
+  const planner = [run.tool, run.model].filter(Boolean).join(' / ');
+  const active = run.status === 'running' || run.status === 'queued';
+  const byId = new Map(view.tickets.map((t) => [t.id, t]));
+  const head = `<header class="ticket">` +
+    `<div class="title-row"><h1>${esc(view.title)}</h1>` +
+    `<span class="badge status-${run.status}${active ? ' live' : ''}" id="ticket-status">${esc(active ? 'breaking down' : statusWord(run.status))}</span></div>` +
+    `<div class="meta dim">Initiative · breakdown run #${run.id} · ${esc(planner)}${run.root ? ` · ${esc(run.root)}` : ''}</div>` +
+    `<div class="actions">${active ? '<button data-cmd="stopRun" class="secondary">Stop</button>' : ''}</div>` +
+    (view.description?.trim()
+      ? `<details class="description" data-key="description" data-default-open><summary>Initiative</summary><div class="md">${markdown(view.description)}</div></details>`
+      : '') +
+    `</header>`;
+  const transcripts = new Map<number, RunTranscript>();
+  if (view.transcript) transcripts.set(run.id, view.transcript);
+  const body = renderRun(run, 0, { transcripts, questions: [], now: view.now }, true, 'Breakdown');
+  const tickets = view.tickets.length
+    ? `<section class="initiative-tickets"><h2>${view.tickets.length} ticket${view.tickets.length === 1 ? '' : 's'}, in dependency order</h2><ol>` +
+      view.tickets.map((t) => {
+        const deps = (t.dependsOn ?? []).map((d) => byId.get(d)?.title ?? `#${d}`);
+        return `<li data-ticket-id="${t.id}"><button class="link" data-cmd="openTicket" data-ticket-id="${t.id}">${esc(t.title)}</button>` +
+          ` <span class="status-${t.status}">${esc(statusWord(t.status))}</span>` +
+          (deps.length ? ` <span class="after">after: ${deps.map(esc).join(', ')}</span>` : '') + `</li>`;
+      }).join('') +
+      `</ol></section>`
+    : '';
+  return head + `<main class="runs">${body}</main>` + tickets;
 }

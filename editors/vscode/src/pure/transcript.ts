@@ -202,29 +202,37 @@ function applyOne(t: RunTranscript, ev: TranscriptEvent): void {
   }
 }
 
-const OPEN_TAG = '<planwire-plan>';
-const CLOSE_TAG = '</planwire-plan>';
+/** Tags whose content is machine-readable JSON for the server, never shown as text. */
+export const HIDDEN_TAGS = ['planwire-plan', 'planwire-outline', 'planwire-expansion', 'planwire-research'];
 
 /**
- * Removes `<planwire-plan>…</planwire-plan>` blocks from assistant text: the plan is rendered
- * from `ticket.plan` instead. Also hides a block still streaming (no closing tag yet) and a
- * trailing partial opening tag, so the raw JSON never flashes by while it streams.
+ * Removes `<planwire-plan>…</planwire-plan>` blocks (and a breakdown's `<planwire-outline>`,
+ * `<planwire-expansion>` and linked research's `<planwire-research>`) from assistant text: the
+ * plan is rendered from `ticket.plan` instead. Also hides a block still streaming (no closing tag
+ * yet) and a trailing partial opening tag, so the raw JSON never flashes by while it streams.
  */
 export function stripPlanBlock(text: string): string {
   let out = '';
   let i = 0;
   for (;;) {
-    const open = text.indexOf(OPEN_TAG, i);
+    let open = -1;
+    let tag = '';
+    for (const name of HIDDEN_TAGS) {
+      const at = text.indexOf(`<${name}>`, i);
+      if (at >= 0 && (open < 0 || at < open)) {
+        open = at;
+        tag = name;
+      }
+    }
     if (open < 0) { out += text.slice(i); break; }
     out += text.slice(i, open);
-    const close = text.indexOf(CLOSE_TAG, open + OPEN_TAG.length);
+    const close = text.indexOf(`</${tag}>`, open + tag.length + 2);
     if (close < 0) { i = text.length; break; }
-    i = close + CLOSE_TAG.length;
+    i = close + tag.length + 3;
   }
   // A partial "<planwire-pl" at the very end while streaming.
-  for (let n = Math.min(OPEN_TAG.length - 1, out.length); n > 0; n--) {
-    if (out.endsWith(OPEN_TAG.slice(0, n))) { out = out.slice(0, out.length - n); break; }
-  }
+  const partial = /<(p(l(a(n(w(i(r(e(-[a-z]*)?)?)?)?)?)?)?)?)?$/.exec(out);
+  if (partial && HIDDEN_TAGS.some((t) => `<${t}>`.startsWith(partial[0]))) out = out.slice(0, partial.index);
   // A code fence left empty by the removal.
   out = out.replace(/```[A-Za-z]*\s*```/g, '');
   return out.trim();

@@ -10,6 +10,7 @@ export interface Plan {
   acceptanceCriteria?: string[];
   openQuestions?: string[];
   dependencies?: string[];
+  memorySuggestions?: string[];
 }
 
 export interface QuestionOption { label: string; description?: string }
@@ -27,8 +28,10 @@ export interface Question {
   status: 'open' | 'answered' | 'dismissed' | 'stale';
   source: 'live' | 'plan';
   items: QuestionItem[];
+  /** What the person answered, one entry per item (absent until answered). */
+  answers?: Answer[] | null;
 }
-export interface Answer { selected: string[]; other?: string }
+export interface Answer { selected: string[]; other?: string | null }
 
 export interface Ticket {
   id: number;
@@ -43,13 +46,21 @@ export interface Ticket {
   updatedAt: string;
   plan?: Plan | null;
   openQuestions?: Question[];
+  /** Tickets this one depends on (from a breakdown); [] when none. */
+  dependsOn?: number[];
+  /** The breakdown run that created this ticket, if one did. */
+  initiativeRunId?: number | null;
 }
 
 export interface Failure { code: string; message: string }
 
 export interface Run {
   id: number;
-  ticketId: number;
+  /** Null for a breakdown, which has no ticket of its own. */
+  ticketId: number | null;
+  /** `plan` (one ticket) or `breakdown` (an initiative into tickets); absent from older servers. */
+  kind?: 'plan' | 'breakdown' | string;
+  root?: string;
   status: RunStatus;
   tool: string;
   model?: string | null;
@@ -102,7 +113,33 @@ export interface StatusResult {
   planners: PlannerInfo[];
   store: { path: string; schemaVersion: number; tickets: number; runs: number };
 }
-export interface TranscriptParams { ticketId: number; runId: number; events: TranscriptEvent[] }
+/** `ticketId` is null for a breakdown's transcript. */
+export interface TranscriptParams { ticketId: number | null; runId: number; events: TranscriptEvent[] }
+
+/** One agent of a run: a pass ("Outline", "Expansion"), linked research, or a subagent. */
+export interface AgentRun {
+  id: number;
+  runId: number;
+  parentId?: number | null;
+  label: string;
+  status: string;
+  startedAt: string;
+  endedAt?: string | null;
+}
+export interface GetRunResult { run: Run; agentRuns: AgentRun[] }
+
+export interface ProjectLink { name: string; linkedRoot: string; role: string }
+export interface LinksResult { links: ProjectLink[] }
+
+export interface MemoryEntry { id: number; text: string; source: 'user' | 'suggestion' | string; createdAt: string }
+export interface MemorySuggestion {
+  id: number;
+  text: string;
+  ticketId: number;
+  status: 'open' | 'accepted' | 'rejected';
+  createdAt: string;
+}
+export interface MemoryListResult { entries: MemoryEntry[]; suggestions: MemorySuggestion[] }
 
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ['queued', 'running'];
 export const ACTIVE_TICKET_STATUSES: readonly TicketStatus[] = ['queued', 'planning'];

@@ -133,6 +133,35 @@ async function pickItem(label) {
 
 const ticketsView = () => page.locator('.pane').filter({ has: page.locator('.pane-header', { hasText: /Tickets/i }) });
 const ticketRow = (title) => ticketsView().locator('.monaco-list-row').filter({ hasText: title }).first();
+/** The tree row whose label is exactly `label` (not one that mentions it in its description). */
+const exactRow = (label) => ticketsView().locator('.monaco-list-row').filter({ has: page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRe(label)}\\s*$`) }) }).first();
+
+/** Labels of the Tickets tree's rows, top to bottom, with their depth. */
+async function treeRows() {
+  const rows = ticketsView().locator('.monaco-list-row');
+  const out = [];
+  for (let i = 0; i < (await rows.count()); i++) {
+    const r = rows.nth(i);
+    out.push({
+      label: (await r.locator('.label-name').first().innerText().catch(() => '')).trim(),
+      description: (await r.locator('.label-description').first().innerText().catch(() => '')).trim(),
+      level: Number(await r.getAttribute('aria-level')),
+      top: Number((await r.getAttribute('data-index')) ?? i),
+    });
+  }
+  return out.sort((a, b) => a.top - b.top);
+}
+
+/** Right-clicks a tree row and runs the context menu entry `label`. */
+async function contextMenu(row, label) {
+  await row.click({ button: 'right' });
+  const menu = page.locator('.context-view .monaco-menu');
+  await waitFor('the context menu', () => menu.isVisible(), 4000);
+  const item = menu.locator('.action-item', { hasText: label }).first();
+  await waitFor(`"${label}" in the context menu`, () => item.isVisible(), 3000);
+  await item.hover();
+  await page.keyboard.press('Enter');
+}
 
 async function rowDescription(title) {
   const row = ticketRow(title);
@@ -321,9 +350,15 @@ try {
     await waitForStatus(askTitle, 'planned', 15_000);
     const f = await transcriptFrame(askId);
     await waitFor('the plan in the webview', () => f.locator('section.plan').isVisible(), 5000);
+    // The question record carries its answers: the transcript shows the chosen one.
+    const shown = await waitFor('the chosen answer in the transcript', async () => {
+      const a = f.locator('.question-ref .q-answer').first();
+      return (await a.count()) && (await a.innerText()).includes('Hi there') && (await a.innerText()).trim();
+    }, 5000);
+    await f.locator('.question-ref').first().scrollIntoViewIfNeeded().catch(() => undefined);
     await sleep(300);
     await shot('08-live-question-answered');
-    return `picked ${JSON.stringify(outcome.answers)} from ${JSON.stringify(labels)}; ticket planned`;
+    return `picked ${JSON.stringify(outcome.answers)} from ${JSON.stringify(labels)}; ticket planned; transcript shows "${shown}"`;
   });
 
   // ---- stop a slow run ----
@@ -391,6 +426,141 @@ try {
     }, 10_000);
     await shot('12-after-reload');
     return `${counts.length} runs restored with ${counts.join(' + ')} events, each once`;
+  });
+
+  // ---- breakdown: an initiative into dependent tickets ----
+  const initiative = 'Make the greeting configurable: serve it, show it, document it';
+  const parts = ['Serve the greeting over HTTP', 'Show the greeting in the UI', 'Document the greeting'];
+  await step('break down an initiative (planwire: Break Down Initiative): three dependent tickets in the tree', async () => {
+    await runCommand('Notifications: Clear All Notifications');
+    // A wider side bar, so the screenshots show each ticket's "after: …".
+    const sb = await page.locator('.part.sidebar').boundingBox();
+    if (sb && sb.width < 500) {
+      await page.mouse.move(sb.x + sb.width - 1, sb.y + sb.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(sb.x + 560, sb.y + sb.height / 2, { steps: 8 });
+      await page.mouse.up();
+    }
+    await choosePlanner('script', 'breakdown');
+    await runCommand('planwire: Break Down Initiative');
+    await answerInput('Break Down Initiative', initiative);
+    const ended = await waitFor('the breakdown to end', () => events().find((e) => e.event === 'breakdownEnded'), 20_000);
+    if (ended.status !== 'completed') throw new Error(`the breakdown ended ${ended.status}: ${ended.failure}`);
+    const group = ticketsView().locator('.monaco-list-row').filter({ hasText: 'Initiative: Make the greeting configurable' }).first();
+    await waitFor('the initiative in the tree', () => group.isVisible(), 8000);
+    for (const p of parts) await waitFor(`"${p}" in the tree`, () => exactRow(p).isVisible(), 5000);
+    const rows = await treeRows();
+    const gi = rows.findIndex((r) => r.label.startsWith('Initiative: Make the greeting configurable'));
+    const got = rows.slice(gi + 1, gi + 4);
+    if (got.map((r) => r.label).join(' | ') !== parts.join(' | ')) throw new Error(`rows under the initiative: ${JSON.stringify(got.map((r) => r.label))}`);
+    if (got.some((r) => r.level !== rows[gi].level + 1)) throw new Error(`the tickets are not nested under the initiative: ${JSON.stringify(got)}`);
+    const docs = got[2].description;
+    if (!docs.includes(`after: ${parts[0]}, ${parts[1]}`)) throw new Error(`"${parts[2]}" shows "${docs}"`);
+    if (!got[1].description.includes(`after: ${parts[0]}`)) throw new Error(`"${parts[1]}" shows "${got[1].description}"`);
+    await shot('13-breakdown-tree');
+    // The breakdown's own page: the initiative, its passes, its tickets in order; no raw JSON.
+    await group.click();
+    const runId = ended.runId;
+    const f = await waitFor(`the breakdown page of run ${runId}`, async () => {
+      for (const fr of page.frames()) {
+        try {
+          if (await fr.locator(`body[data-run-id="${runId}"]`).count()) return fr;
+        } catch {
+          // detached frame
+        }
+      }
+      return undefined;
+    }, 10_000);
+    await waitFor('the tickets on the breakdown page', async () => (await f.locator('.initiative-tickets li').count()) === 3, 6000);
+    const body = await f.locator('body').innerText();
+    if (/planwire-(outline|expansion)|"tickets":/.test(body)) throw new Error('raw outline/expansion JSON is visible on the breakdown page');
+    if (!/Outline/.test(body) || !/Expansion/.test(body)) throw new Error('the Outline and Expansion passes are not shown');
+    await sleep(300);
+    await shot('14-breakdown-page');
+    return `run ${runId}: ${got.map((r) => `${r.label} (${r.description})`).join('; ')}`;
+  });
+
+  await step('stop a running breakdown from its progress notification', async () => {
+    await runCommand('Notifications: Clear All Notifications');
+    await choosePlanner('script', 'slow');
+    const before = events().filter((e) => e.event === 'breakdownStarted').length;
+    const endedBefore = events().filter((e) => e.event === 'breakdownEnded').length;
+    await runCommand('planwire: Break Down Initiative');
+    await answerInput('Break Down Initiative', 'A long initiative, to be stopped');
+    await waitFor('the breakdown to start', () => events().filter((e) => e.event === 'breakdownStarted').length > before, 8000);
+    const toast = page.locator('.notification-toast').filter({ hasText: 'breaking down' }).first();
+    await waitFor('the progress notification', () => toast.isVisible(), 8000);
+    await waitFor('the running initiative in the tree', async () => (await treeRows()).some((r) => r.label.startsWith('Initiative: A long initiative') && /breaking down/.test(r.description)), 5000);
+    await waitFor('a pass in the progress message', async () => /outlining|expanding/.test(await toast.innerText()), 5000);
+    await shot('15-breakdown-progress');
+    const t = Date.now();
+    await toast.locator('.monaco-button', { hasText: /^(Cancel|Stop)$/ }).first().click();
+    const ended = await waitFor('the breakdown to end', () => events().filter((e) => e.event === 'breakdownEnded')[endedBefore], 10_000);
+    if (ended.status !== 'cancelled') throw new Error(`the breakdown ended ${ended.status}`);
+    const stop = events().find((e) => e.event === 'response' && e.method === 'planwire/stop' && e.result?.stopped === true && e.t >= t);
+    if (!stop) throw new Error('no successful planwire/stop { runId } response');
+    await waitFor('the stopped initiative to leave the tree', async () => !(await treeRows()).some((r) => r.label.startsWith('Initiative: A long initiative')), 5000);
+    return `run ${ended.runId} cancelled ${Date.now() - t} ms after the click`;
+  });
+
+  // ---- delete from the context menu ----
+  await step('delete a ticket from the tree\'s context menu (modal confirmation)', async () => {
+    await runCommand('Notifications: Clear All Notifications');
+    await contextMenu(exactRow(parts[1]), 'Delete Ticket');
+    const dialog = page.locator('.monaco-dialog-box');
+    await waitFor('the confirmation dialog', () => dialog.isVisible(), 5000);
+    const text = await dialog.innerText();
+    if (!text.includes(`Delete the ticket “${parts[1]}”?`)) throw new Error(`dialog says ${JSON.stringify(text)}`);
+    if (!text.includes(parts[2])) throw new Error(`the dialog does not name the dependent ticket: ${JSON.stringify(text)}`);
+    await shot('16-delete-confirm');
+    await dialog.locator('.monaco-button', { hasText: /^Delete$/ }).first().click();
+    const del = await waitFor('the delete response', () => events().find((e) => e.event === 'deleted'), 5000);
+    await waitFor(`"${parts[1]}" to leave the tree`, async () => !(await exactRow(parts[1]).count()), 5000);
+    // The dependent ticket lost the dependency.
+    await waitFor(`"${parts[2]}" to depend on "${parts[0]}" only`, async () => {
+      const r = (await treeRows()).find((x) => x.label === parts[2]);
+      return r && r.description.includes(`after: ${parts[0]}`) && !r.description.includes(parts[1]);
+    }, 5000);
+    await sleep(300);
+    await shot('17-deleted');
+    return `ticket ${del.ticketId} deleted (deleted: ${del.deleted})`;
+  });
+
+  // ---- project memory ----
+  const memoryText = 'Greetings are configured in greeting.toml';
+  await step('add a project memory entry (planwire: Add Memory Entry) and see it in the tree, then remove it', async () => {
+    await runCommand('planwire: Add Memory Entry');
+    await answerInput('Add Memory Entry', memoryText);
+    await waitFor('the memory entry in the tree', () => exactRow(memoryText).isVisible(), 6000);
+    const group = (await treeRows()).find((r) => r.label === 'Project memory');
+    if (!group || !/^1 entry/.test(group.description)) throw new Error(`the Project memory row shows ${JSON.stringify(group)}`);
+    await exactRow(memoryText).hover();
+    await sleep(300);
+    await shot('18-memory');
+    await contextMenu(exactRow(memoryText), 'Remove Memory Entry');
+    await waitFor('the entry to leave the tree', async () => !(await exactRow(memoryText).count()), 5000);
+    return `Project memory shows "${group.description}"`;
+  });
+
+  // ---- linked projects ----
+  await step('link a project through the folder picker, name and role (planwire: Link Project)', async () => {
+    const backend = join(RUN, 'backend-api');
+    mkdirSync(backend, { recursive: true });
+    await runCommand('planwire: Link Project');
+    // code-server's folder picker is the simple file dialog: a quick input holding a path.
+    await waitFor('the folder picker', async () => (await quickInputVisible()) && (await quickInput().locator('.quick-input-title').innerText()).includes('repository to link'), 6000);
+    const box = quickInput().locator('.quick-input-box input').first();
+    await box.fill(`${backend}/`);
+    await waitFor('the picker to enter the folder', async () => (await box.inputValue()) === `${backend}/`, 3000);
+    await sleep(500);
+    await box.press('Enter');
+    await answerInput('Link Project (1/2)', '');
+    await answerInput('Link Project (2/2)', 'The HTTP API this project calls');
+    await waitFor('the link in the tree', async () => (await treeRows()).some((r) => r.label === 'backend-api' && r.description.includes('HTTP API')), 6000);
+    await sleep(300);
+    await shot('19-linked-project');
+    const links = (await treeRows()).find((r) => r.label === 'Linked projects');
+    return `Linked projects shows "${links?.description}"`;
   });
 } finally {
   await browser.close().catch(() => undefined);

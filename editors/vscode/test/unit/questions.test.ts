@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OTHER_LABEL, answerable, pickSpec, questionSummary, toAnswer } from '../../src/pure/questions';
+import { OTHER_LABEL, answerText, answerable, answeredItems, pickSpec, questionSummary, toAnswer } from '../../src/pure/questions';
 import type { Question } from '../../src/pure/types';
 
 const q: Question = {
@@ -69,4 +69,12 @@ test('summary and answerable questions', () => {
   ];
   assert.deepEqual(answerable(list).map((x) => x.id), [4, 5]);
   assert.deepEqual(answerable(undefined), []);
+});
+
+test('answered questions: each item with the chosen labels and the free text', () => {
+  assert.deepEqual(answeredItems(q), []);
+  const answered: Question = { ...q, status: 'answered', answers: [{ selected: [], other: 'Postgres' }, { selected: ['Linux', 'macOS'] }, { selected: [], other: '--keep' }] };
+  assert.deepEqual(answeredItems(answered).map((a) => a.answer), ['“Postgres”', 'Linux, macOS', '“--keep”']);
+  assert.equal(answerText({ selected: ['Hi there'], other: null }), 'Hi there');
+  assert.equal(answerText(undefined), '');
 });

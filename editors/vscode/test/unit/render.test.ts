@@ -64,3 +64,20 @@ test('AskUserQuestion input shows its questions, other tool input as is', () => 
   assert.equal(toolInputSummary('AskUserQuestion', '{broken'), '{broken');
   assert.equal(toolInputSummary('Read', 'src/main.rs'), 'src/main.rs');
 });
+
+test('a question in the transcript shows its chosen answer once answered', () => {
+  const t = newRunTranscript(4);
+  applyEvents(t, [{ seq: 1, ts: 'x', kind: 'question', questionId: 9 }]);
+  const q = {
+    id: 9, ticketId: 1, runId: 4, status: 'open' as const, source: 'live' as const,
+    items: [{ header: 'Greeting', question: 'Which <greeting>?', options: [{ label: 'Hello' }, { label: 'Hi there' }] }],
+  };
+  const open = renderTicket({ ticket, runs: [run], transcripts: new Map([[4, t]]), questions: [q], now: Date.now() });
+  assert.match(open, /Which &lt;greeting&gt;\?/);
+  assert.match(open, /waiting for your answer/);
+  assert.doesNotMatch(open, /q-answer/);
+  const answered = renderTicket({ ticket, runs: [run], transcripts: new Map([[4, t]]), questions: [{ ...q, status: 'answered', answers: [{ selected: ['Hi there'] }] }], now: Date.now() });
+  assert.match(answered, /question-ref answered/);
+  assert.match(answered, /<span class="q-answer-label">Answer:<\/span> Hi there/);
+  assert.doesNotMatch(answered, /waiting for your answer|Answer…/);
+});
