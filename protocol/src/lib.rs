@@ -176,6 +176,9 @@ pub struct Run {
     pub kind: String,
     /// The project root the run planned in.
     pub root: String,
+    /// A breakdown's initiative, in the person's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initiative: Option<String>,
     pub status: RunStatus,
     pub tool: String,
     pub model: Option<String>,

@@ -88,6 +88,15 @@ fn a_breakdown_creates_planned_tickets_with_their_dependencies() {
         (ended["kind"].clone(), ended["ticketId"].clone()),
         (json!("breakdown"), Value::Null)
     );
+    assert_eq!(ended["initiative"], "A greeting service with a UI.");
+    // Its tickets were announced before the run's end.
+    let end_at = s
+        .seen
+        .iter()
+        .position(|m| m["method"] == "planwire/runChanged" && m["params"]["run"]["status"] == "completed")
+        .unwrap();
+    let announced = s.seen[..end_at].iter().filter(|m| m["method"] == "planwire/ticketChanged").count();
+    assert_eq!(announced, 2);
     // Two passes, each its own agent run, in one provider session.
     let got = s.ok("planwire/getRun", json!({ "runId": run }));
     assert_eq!(

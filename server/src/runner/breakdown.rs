@@ -38,11 +38,17 @@ pub(crate) async fn start_breakdown(s: &Arc<Session>, p: BreakdownParams) -> Res
         fresh_prompt: None,
         supersede_questions: false,
     };
-    let (owner, r, m, v) = (s.owner, root.clone(), p.model.clone(), p.variant.clone());
+    let (owner, r, m, v, initiative) = (
+        s.owner,
+        root.clone(),
+        p.model.clone(),
+        p.variant.clone(),
+        p.description.clone(),
+    );
     let (run_id, links) = s
         .store
         .write(move |c| {
-            let run = runs::create_breakdown(c, &r, tool.name(), m.as_deref(), v.as_deref(), owner)?;
+            let run = runs::create_breakdown(c, &r, &initiative, tool.name(), m.as_deref(), v.as_deref(), owner)?;
             Ok((run, links::list(c, &r)?))
         })
         .await
@@ -300,10 +306,11 @@ impl Driver {
             tracing::error!("run {run}: cannot record its end: {e}");
         }
         self.s.unregister(run);
-        notify_changed(&self.s, None, run).await;
+        // The tickets first, so a client that sees the run end already has them.
         for id in created {
             notify_ticket(&self.s, id).await;
         }
+        notify_changed(&self.s, None, run).await;
         self.progress.end("Breakdown ended");
         close(ctl).await;
     }

@@ -61,7 +61,8 @@ pub struct Leftover {
 }
 
 const SELECT: &str = "SELECT r.id, r.ticket_id, r.status, r.tool, r.model, r.variant, r.created_at, r.started_at,
-    r.ended_at, r.exit_code, r.signal, r.failure_code, r.failure_message, r.session_id, r.last_seq, r.kind, p.root
+    r.ended_at, r.exit_code, r.signal, r.failure_code, r.failure_message, r.session_id, r.last_seq, r.kind, p.root,
+    r.initiative
     FROM runs r JOIN projects p ON p.id = r.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Run> {
@@ -88,6 +89,7 @@ fn from_row(r: &Row) -> rusqlite::Result<Run> {
         last_seq: r.get(14)?,
         kind: r.get(15)?,
         root: r.get(16)?,
+        initiative: r.get(17)?,
     })
 }
 
@@ -176,6 +178,7 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
 pub fn create_breakdown(
     conn: &Connection,
     root: &str,
+    initiative: &str,
     tool: &str,
     model: Option<&str>,
     variant: Option<&str>,
@@ -183,10 +186,10 @@ pub fn create_breakdown(
 ) -> Result<RunId> {
     let project = tickets::project_id(conn, root)?;
     conn.execute(
-        "INSERT INTO runs (ticket_id, project_id, kind, status, tool, model, variant, prev_ticket_status, owner_pid,
-            owner_start, heartbeat_at, created_at)
-         VALUES (NULL, ?1, 'breakdown', 'queued', ?2, ?3, ?4, 'draft', ?5, ?6, ?7, ?7)",
-        params![project, tool, model, variant, owner.pid, owner.start, now()],
+        "INSERT INTO runs (ticket_id, project_id, kind, initiative, status, tool, model, variant, prev_ticket_status,
+            owner_pid, owner_start, heartbeat_at, created_at)
+         VALUES (NULL, ?1, 'breakdown', ?8, 'queued', ?2, ?3, ?4, 'draft', ?5, ?6, ?7, ?7)",
+        params![project, tool, model, variant, owner.pid, owner.start, now(), initiative],
     )?;
     let id = conn.last_insert_rowid();
     log_event(conn, id, "created", None)?;

@@ -47,6 +47,8 @@ const MIGRATIONS: &[&str] = &[
         ticket_id INTEGER REFERENCES tickets(id),
         project_id INTEGER REFERENCES projects(id),
         kind TEXT NOT NULL DEFAULT 'plan',
+        -- A breakdown's initiative, in the person's words.
+        initiative TEXT,
         status TEXT NOT NULL,
         tool TEXT NOT NULL,
         model TEXT,
