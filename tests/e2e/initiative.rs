@@ -95,7 +95,10 @@ fn a_breakdown_creates_planned_tickets_with_their_dependencies() {
         .iter()
         .position(|m| m["method"] == "planwire/runChanged" && m["params"]["run"]["status"] == "completed")
         .unwrap();
-    let announced = s.seen[..end_at].iter().filter(|m| m["method"] == "planwire/ticketChanged").count();
+    let announced = s.seen[..end_at]
+        .iter()
+        .filter(|m| m["method"] == "planwire/ticketChanged")
+        .count();
     assert_eq!(announced, 2);
     // Two passes, each its own agent run, in one provider session.
     let got = s.ok("planwire/getRun", json!({ "runId": run }));
