@@ -45,11 +45,14 @@
 
 use std::collections::HashSet;
 
-use planwire_protocol::{ErrorKind, EventBody, SubagentPhase, ToolStatus};
+use planwire_protocol::{ErrorKind, EventBody, ToolStatus};
 use serde_json::json;
 use serde_json::Value;
 
-use super::ParsedEvent;
+use super::{
+    emit_held, flag_value_ok, parse_json_line, str_of, summarize_fields, truncate_chars, LineParser, ParsedEvent,
+    Subagents,
+};
 
 /// Longest tool input summary, in characters (an ellipsis is added when cut).
 pub const INPUT_SUMMARY_MAX: usize = 200;
@@ -93,13 +96,6 @@ struct PendingMessage {
     events: Vec<EventBody>,
 }
 
-#[derive(Debug)]
-struct ActiveSubagent {
-    id: String,
-    label: String,
-    background: bool,
-}
-
 #[derive(Debug, Clone, Default)]
 struct Retry {
     status: Option<i64>,
@@ -113,8 +109,10 @@ pub struct ClaudeParser {
     session_id: Option<String>,
     sessions: HashSet<String>,
     pending: Option<PendingMessage>,
-    subagents: Vec<ActiveSubagent>,
-    ended_subagents: HashSet<String>,
+    subagents: Subagents,
+    /// Subagents started with `run_in_background`: their tool_result arrives at launch, so
+    /// only their notification (or EOF) ends them.
+    background_subagents: HashSet<String>,
     main_text: Vec<String>,
     final_text: Vec<String>,
     saw_result: bool,
@@ -137,29 +135,16 @@ impl ClaudeParser {
     /// Parses one stdout line (with or without its line terminator). Never panics; a line it
     /// does not understand comes back as a `raw` event.
     pub fn parse_line(&mut self, line: &str) -> Vec<ParsedEvent> {
-        let line = line.trim_end_matches(['\r', '\n']);
-        if line.trim().is_empty() {
-            return Vec::new();
-        }
-        let value: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(_) => return vec![raw(line)],
-        };
-        let mut out = Vec::new();
-        let recognized = match str_of(&value, "type") {
-            Some("system") => self.on_system(&value, &mut out),
-            Some("assistant") => self.on_assistant(&value, &mut out),
-            Some("user") => self.on_user(&value, &mut out),
-            Some("result") => self.on_result(&value, &mut out),
+        parse_json_line(line, |value, _, out| match str_of(value, "type") {
+            Some("system") => self.on_system(value, out),
+            Some("assistant") => self.on_assistant(value, out),
+            Some("user") => self.on_user(value, out),
+            Some("result") => self.on_result(value, out),
             Some("stream_event") => true,
-            Some("control_request") => self.on_control_request(&value),
-            Some("control_response") => self.on_control_response(&value),
+            Some("control_request") => self.on_control_request(value),
+            Some("control_response") => self.on_control_response(value),
             _ => false,
-        };
-        if !recognized {
-            out.push(raw(line));
-        }
-        out
+        })
     }
 
     /// Called once at EOF: flushes buffered text (not final: a run that ends without a
@@ -171,17 +156,7 @@ impl ClaudeParser {
         self.finished = true;
         let mut out = Vec::new();
         self.flush(false, &mut out);
-        for agent in std::mem::take(&mut self.subagents) {
-            self.ended_subagents.insert(agent.id.clone());
-            out.push(ParsedEvent {
-                agent: Some(agent.id),
-                body: EventBody::Subagent {
-                    phase: SubagentPhase::End,
-                    label: agent.label,
-                    status: Some("interrupted".to_string()),
-                },
-            });
-        }
+        self.subagents.interrupt_open(&mut out);
         out
     }
 
@@ -258,15 +233,14 @@ impl ClaudeParser {
             Some("thinking_tokens") | Some("task_progress") | Some("task_updated") => true,
             Some("task_started") => {
                 if let Some(id) = str_of(v, "tool_use_id").filter(|s| !s.is_empty()) {
-                    let label = subagent_label(v);
-                    self.start_subagent(id, label, false, out);
+                    self.subagents.start(id, &subagent_label(v), out);
                 }
                 true
             }
             Some("task_notification") => {
                 if let Some(id) = str_of(v, "tool_use_id") {
-                    let status = str_of(v, "status").unwrap_or("completed").to_string();
-                    self.end_subagent(id, status, out);
+                    let status = str_of(v, "status").unwrap_or("completed");
+                    self.subagents.end(id, status, out);
                 }
                 true
             }
@@ -359,7 +333,9 @@ impl ClaudeParser {
                     });
                     if (name == "Agent" || name == "Task") && !id.is_empty() {
                         let background = input.get("run_in_background").and_then(Value::as_bool).unwrap_or(false);
-                        self.start_subagent(&id, subagent_label(input), background, out);
+                        if self.subagents.start(&id, &subagent_label(input), out) && background {
+                            self.background_subagents.insert(id);
+                        }
                     }
                 }
                 _ => recognized = false,
@@ -421,10 +397,9 @@ impl ClaudeParser {
                 Some("tool_result") => {
                     let id = str_of(block, "tool_use_id").unwrap_or("").to_string();
                     let is_error = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                    let foreground = self.subagents.iter().any(|s| s.id == id && !s.background);
-                    if foreground {
+                    if self.subagents.is_open(&id) && !self.background_subagents.contains(&id) {
                         let status = if is_error { "error" } else { "completed" };
-                        self.end_subagent(&id, status.to_string(), out);
+                        self.subagents.end(&id, status, out);
                     }
                     out.push(ParsedEvent {
                         agent: agent.clone(),
@@ -549,53 +524,45 @@ impl ClaudeParser {
 
     /// Emits the buffered message; its text blocks are final when `is_final`.
     fn flush(&mut self, is_final: bool, out: &mut Vec<ParsedEvent>) {
-        let Some(pending) = self.pending.take() else {
-            return;
-        };
-        for mut body in pending.events {
-            if let EventBody::Text { text, is_final: flag } = &mut body {
-                *flag = is_final;
-                if is_final {
-                    self.final_text.push(text.clone());
-                }
-            }
-            out.push(ParsedEvent::main(body));
+        if let Some(pending) = self.pending.take() {
+            emit_held(pending.events, is_final, &mut self.final_text, out);
         }
     }
+}
 
-    fn start_subagent(&mut self, id: &str, label: String, background: bool, out: &mut Vec<ParsedEvent>) {
-        if self.ended_subagents.contains(id) || self.subagents.iter().any(|s| s.id == id) {
-            return;
-        }
-        self.subagents.push(ActiveSubagent {
-            id: id.to_string(),
-            label: label.clone(),
-            background,
-        });
-        out.push(ParsedEvent {
-            agent: Some(id.to_string()),
-            body: EventBody::Subagent {
-                phase: SubagentPhase::Start,
-                label,
-                status: None,
-            },
-        });
+impl LineParser for ClaudeParser {
+    fn take_control_requests(&mut self) -> Vec<ControlRequest> {
+        ClaudeParser::take_control_requests(self)
     }
-
-    fn end_subagent(&mut self, id: &str, status: String, out: &mut Vec<ParsedEvent>) {
-        let Some(pos) = self.subagents.iter().position(|s| s.id == id) else {
-            return;
-        };
-        let agent = self.subagents.remove(pos);
-        self.ended_subagents.insert(agent.id.clone());
-        out.push(ParsedEvent {
-            agent: Some(agent.id),
-            body: EventBody::Subagent {
-                phase: SubagentPhase::End,
-                label: agent.label,
-                status: Some(status),
-            },
-        });
+    fn saw_result(&self) -> bool {
+        ClaudeParser::saw_result(self)
+    }
+    fn parse_line(&mut self, line: &str) -> Vec<ParsedEvent> {
+        ClaudeParser::parse_line(self, line)
+    }
+    fn finish(&mut self) -> Vec<ParsedEvent> {
+        ClaudeParser::finish(self)
+    }
+    fn session_id(&self) -> Option<String> {
+        ClaudeParser::session_id(self).map(str::to_owned)
+    }
+    fn all_text(&self) -> String {
+        ClaudeParser::all_text(self)
+    }
+    fn final_text(&self) -> String {
+        ClaudeParser::final_text(self)
+    }
+    fn error_message(&self) -> Option<String> {
+        if self.is_error() {
+            ClaudeParser::error_message(self).or_else(|| Some("the planner reported an error".into()))
+        } else {
+            None
+        }
+    }
+    fn session_not_found(&self, _stderr_tail: &str) -> bool {
+        // An unknown `--resume` id: exit 1 with this error result.
+        self.is_error()
+            && ClaudeParser::error_message(self).is_some_and(|m| m.starts_with("No conversation found with session ID"))
     }
 }
 
@@ -653,24 +620,10 @@ pub fn env() -> Vec<(&'static str, String)> {
     ]
 }
 
-fn flag_value_ok(value: &str) -> bool {
-    !value.is_empty() && !value.starts_with('-') && !value.chars().any(char::is_control)
-}
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 fn parent_id(v: &Value) -> Option<String> {
     str_of(v, "parent_tool_use_id")
         .filter(|s| !s.is_empty())
         .map(str::to_string)
-}
-
-fn raw(line: &str) -> ParsedEvent {
-    ParsedEvent::main(EventBody::Raw {
-        line: truncate_bytes(line, RAW_LINE_MAX),
-    })
 }
 
 fn subagent_label(v: &Value) -> String {
@@ -694,25 +647,18 @@ pub fn summarize_input(input: &Value) -> String {
             return truncate_chars(&texts.join(" / "), INPUT_SUMMARY_MAX);
         }
     }
-    const KEYS: [&str; 7] = [
-        "file_path",
-        "notebook_path",
-        "command",
-        "pattern",
-        "url",
-        "query",
-        "description",
-    ];
-    for key in KEYS {
-        if let Some(s) = str_of(input, key).filter(|s| !s.is_empty()) {
-            return truncate_chars(s, INPUT_SUMMARY_MAX);
-        }
-    }
-    match input {
-        Value::Null => String::new(),
-        Value::String(s) => truncate_chars(s, INPUT_SUMMARY_MAX),
-        other => truncate_chars(&other.to_string(), INPUT_SUMMARY_MAX),
-    }
+    summarize_fields(
+        input,
+        &[
+            "file_path",
+            "notebook_path",
+            "command",
+            "pattern",
+            "url",
+            "query",
+            "description",
+        ],
+    )
 }
 
 /// A truncated summary of a tool_result's `content`: a string, or a list of blocks (text
@@ -740,24 +686,6 @@ pub fn summarize_output(content: Option<&Value>) -> String {
         }
         Some(other) => truncate_chars(&other.to_string(), OUTPUT_SUMMARY_MAX),
     }
-}
-
-fn truncate_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_string(),
-        Some((cut, _)) => format!("{}…", &s[..cut]),
-    }
-}
-
-fn truncate_bytes(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut cut = max;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &s[..cut])
 }
 
 /// The HTTP status in the CLI's "API Error: 529 Overloaded…" texts.
@@ -933,48 +861,12 @@ pub fn answer_questions(request_id: &str, input: &Value, answers: &[(String, Str
 mod tests {
     use super::*;
     use crate::planners::prompt::{plan_prompt, PLAN_PREAMBLE};
+    // These tests name tool results without their status (`toolResult`, not `toolResult=ok`).
+    use crate::planners::test_support::{errors, feed, fixtures, shape_without_status as shape, texts, usages};
+    use planwire_protocol::SubagentPhase;
 
-    fn fixture(name: &str) -> &'static str {
-        match name {
-            "a_plain" => include_str!("../../../tests/fixtures/claude/a_plain.stdout.jsonl"),
-            "a_two_text_blocks" => {
-                include_str!("../../../tests/fixtures/claude/a_two_text_blocks.stdout.jsonl")
-            }
-            "a_partial" => include_str!("../../../tests/fixtures/claude/a_partial.stdout.jsonl"),
-            "b_tool" => include_str!("../../../tests/fixtures/claude/b_tool.stdout.jsonl"),
-            "b_bash" => include_str!("../../../tests/fixtures/claude/b_bash.stdout.jsonl"),
-            "b_bash_sdk" => include_str!("../../../tests/fixtures/claude/b_bash_sdk.stdout.jsonl"),
-            "c_subagent" => include_str!("../../../tests/fixtures/claude/c_subagent.stdout.jsonl"),
-            "c_subagent_partial" => {
-                include_str!("../../../tests/fixtures/claude/c_subagent_partial.stdout.jsonl")
-            }
-            "d_ask_sdk" => include_str!("../../../tests/fixtures/claude/d_ask_sdk.stdout.jsonl"),
-            "e_exitplan_sdk_deny" => {
-                include_str!("../../../tests/fixtures/claude/e_exitplan_sdk_deny.stdout.jsonl")
-            }
-            "f_401_retries2" => {
-                include_str!("../../../tests/fixtures/claude/f_401_retries2.stdout.jsonl")
-            }
-            "f_529_retries2" => {
-                include_str!("../../../tests/fixtures/claude/f_529_retries2.stdout.jsonl")
-            }
-            "f_400_prompt_too_long" => {
-                include_str!("../../../tests/fixtures/claude/f_400_prompt_too_long.stdout.jsonl")
-            }
-            "f_conn_refused_retries2" => {
-                include_str!("../../../tests/fixtures/claude/f_conn_refused_retries2.stdout.jsonl")
-            }
-            "f_500_once" => include_str!("../../../tests/fixtures/claude/f_500_once.stdout.jsonl"),
-            "g_resume_missing" => {
-                include_str!("../../../tests/fixtures/claude/g_resume_missing.stdout.jsonl")
-            }
-            "h_sigterm" => include_str!("../../../tests/fixtures/claude/h_sigterm.stdout.jsonl"),
-            "h_sigint" => include_str!("../../../tests/fixtures/claude/h_sigint.stdout.jsonl"),
-            other => panic!("no fixture {other}"),
-        }
-    }
-
-    const ALL: [&str; 18] = [
+    fixtures!(
+        "claude":
         "a_plain",
         "a_two_text_blocks",
         "a_partial",
@@ -993,16 +885,7 @@ mod tests {
         "g_resume_missing",
         "h_sigterm",
         "h_sigint",
-    ];
-
-    fn feed(p: &mut ClaudeParser, text: &str) -> Vec<ParsedEvent> {
-        let mut events = Vec::new();
-        for line in text.lines() {
-            events.extend(p.parse_line(line));
-        }
-        events.extend(p.finish());
-        events
-    }
+    );
 
     fn run(name: &str) -> (ClaudeParser, Vec<ParsedEvent>) {
         let mut p = ClaudeParser::new();
@@ -1010,73 +893,13 @@ mod tests {
         (p, events)
     }
 
-    /// A compact picture of an event sequence: kind, plus `!` for final text, `@agent`.
-    fn shape(events: &[ParsedEvent]) -> Vec<String> {
-        events
-            .iter()
-            .map(|e| {
-                let mut s = e.body.kind().to_string();
-                match &e.body {
-                    EventBody::Text { is_final: true, .. } => s.push('!'),
-                    EventBody::Subagent { phase, .. } => s.push_str(if *phase == SubagentPhase::Start {
-                        ":start"
-                    } else {
-                        ":end"
-                    }),
-                    EventBody::Error { error_kind, .. } => {
-                        s.push_str(&format!(":{error_kind:?}"));
-                    }
-                    _ => {}
-                }
-                if let Some(agent) = &e.agent {
-                    s.push('@');
-                    s.push_str(agent);
-                }
-                s
-            })
-            .collect()
-    }
-
-    fn texts(events: &[ParsedEvent]) -> Vec<(String, bool)> {
-        events
-            .iter()
-            .filter_map(|e| match &e.body {
-                EventBody::Text { text, is_final } => Some((text.clone(), *is_final)),
-                _ => None,
-            })
-            .collect()
-    }
-
+    /// The first usage event.
     fn usage(events: &[ParsedEvent]) -> (u64, u64, u64, u64, f64) {
-        events
-            .iter()
-            .find_map(|e| match e.body {
-                EventBody::Usage {
-                    input_tokens,
-                    output_tokens,
-                    cache_read_tokens,
-                    cache_write_tokens,
-                    cost_usd,
-                } => Some((
-                    input_tokens,
-                    output_tokens,
-                    cache_read_tokens,
-                    cache_write_tokens,
-                    cost_usd,
-                )),
-                _ => None,
-            })
-            .expect("a usage event")
+        *usages(events).first().expect("a usage event")
     }
 
     fn error_of(events: &[ParsedEvent]) -> (ErrorKind, String) {
-        let errors: Vec<_> = events
-            .iter()
-            .filter_map(|e| match &e.body {
-                EventBody::Error { error_kind, message } => Some((*error_kind, message.clone())),
-                _ => None,
-            })
-            .collect();
+        let errors = errors(events);
         assert_eq!(errors.len(), 1, "exactly one error event: {errors:?}");
         errors[0].clone()
     }

@@ -52,12 +52,13 @@
 
 use std::collections::HashSet;
 
-use planwire_protocol::{ErrorKind, EventBody, SubagentPhase, ToolStatus};
+use planwire_protocol::{ErrorKind, EventBody, ToolStatus};
 use serde_json::Value;
 
 use super::claude::{INPUT_SUMMARY_MAX, OUTPUT_SUMMARY_MAX};
 use super::{
-    classify_api_error, flag_value_ok, raw_event, status_in_text, strip_ansi, truncate_chars, LineParser, ParsedEvent,
+    classify_api_error, emit_held, flag_value_ok, parse_json_line, raw_event, status_in_text, str_of, strip_ansi,
+    truncate_chars, LineParser, ParsedEvent, Subagents,
 };
 
 /// Options that keep a run bounded and free of background processes. Connection failures
@@ -109,12 +110,6 @@ pub fn env() -> Vec<(String, String)> {
     vec![("RUST_BACKTRACE".into(), "0".into())]
 }
 
-#[derive(Debug)]
-struct Subagent {
-    key: String,
-    label: String,
-}
-
 /// Stateful parser of one Codex run's stdout. Feed every line to
 /// [`parse_line`](Self::parse_line), then call [`finish`](Self::finish) at EOF.
 #[derive(Debug, Default)]
@@ -127,8 +122,7 @@ pub struct CodexParser {
     final_text: Vec<String>,
     calls: HashSet<String>,
     results: HashSet<String>,
-    subagents: Vec<Subagent>,
-    ended_subagents: HashSet<String>,
+    subagents: Subagents,
     /// The last `Reconnecting...` notice (its cause helps classify the final error).
     last_retry: Option<String>,
     /// A fatal top-level `error` not yet followed by `turn.completed`.
@@ -148,29 +142,17 @@ impl CodexParser {
     /// Parses one stdout line (with or without its line terminator). Never panics; a line it
     /// does not understand comes back as a `raw` event.
     pub fn parse_line(&mut self, line: &str) -> Vec<ParsedEvent> {
-        let line = line.trim_end_matches(['\r', '\n']);
-        if line.trim().is_empty() {
-            return Vec::new();
-        }
-        let Ok(value) = serde_json::from_str::<Value>(line) else {
-            return vec![raw_event(line)];
-        };
-        let mut out = Vec::new();
-        let recognized = match str_of(&value, "type") {
-            Some("thread.started") => self.on_thread_started(&value, &mut out),
+        parse_json_line(line, |value, line, out| match str_of(value, "type") {
+            Some("thread.started") => self.on_thread_started(value, out),
             Some("turn.started") => true,
-            Some("item.started") => self.on_item(&value, Phase::Started, line, &mut out),
-            Some("item.updated") => self.on_item(&value, Phase::Updated, line, &mut out),
-            Some("item.completed") => self.on_item(&value, Phase::Completed, line, &mut out),
-            Some("turn.completed") => self.on_turn_completed(&value, &mut out),
-            Some("turn.failed") => self.on_turn_failed(&value, &mut out),
-            Some("error") => self.on_error(&value, line, &mut out),
+            Some("item.started") => self.on_item(value, Phase::Started, line, out),
+            Some("item.updated") => self.on_item(value, Phase::Updated, line, out),
+            Some("item.completed") => self.on_item(value, Phase::Completed, line, out),
+            Some("turn.completed") => self.on_turn_completed(value, out),
+            Some("turn.failed") => self.on_turn_failed(value, out),
+            Some("error") => self.on_error(value, line, out),
             _ => false,
-        };
-        if !recognized {
-            out.push(raw_event(line));
-        }
-        out
+        })
     }
 
     /// Called once at EOF: flushes a held message as not final (no `turn.completed`: no
@@ -182,17 +164,7 @@ impl CodexParser {
         self.finished = true;
         let mut out = Vec::new();
         self.flush(false, &mut out);
-        for agent in std::mem::take(&mut self.subagents) {
-            self.ended_subagents.insert(agent.key.clone());
-            out.push(ParsedEvent {
-                agent: Some(agent.key),
-                body: EventBody::Subagent {
-                    phase: SubagentPhase::End,
-                    label: agent.label,
-                    status: Some("interrupted".into()),
-                },
-            });
-        }
+        self.subagents.interrupt_open(&mut out);
         out
     }
 
@@ -334,7 +306,7 @@ impl CodexParser {
             .unwrap_or_else(|| "subagent".to_string());
         if tool == "spawn_agent" && completed {
             for r in &receivers {
-                self.start_subagent(r, &label, out);
+                self.subagents.start(r, &label, out);
             }
         }
         let Some(states) = item.get("agents_states").and_then(Value::as_object) else {
@@ -351,10 +323,10 @@ impl CodexParser {
                 "shutdown" => "cancelled",
                 _ => continue,
             };
-            if self.ended_subagents.contains(key) {
+            if self.subagents.has_ended(key) {
                 continue;
             }
-            self.start_subagent(key, &label, out);
+            self.subagents.start(key, &label, out);
             if let Some(message) = str_of(state, "message").filter(|m| !m.trim().is_empty()) {
                 out.push(ParsedEvent {
                     agent: Some(key.clone()),
@@ -364,42 +336,8 @@ impl CodexParser {
                     },
                 });
             }
-            self.end_subagent(key, status, out);
+            self.subagents.end(key, status, out);
         }
-    }
-
-    fn start_subagent(&mut self, key: &str, label: &str, out: &mut Vec<ParsedEvent>) {
-        if self.ended_subagents.contains(key) || self.subagents.iter().any(|s| s.key == key) {
-            return;
-        }
-        self.subagents.push(Subagent {
-            key: key.to_string(),
-            label: label.to_string(),
-        });
-        out.push(ParsedEvent {
-            agent: Some(key.to_string()),
-            body: EventBody::Subagent {
-                phase: SubagentPhase::Start,
-                label: label.to_string(),
-                status: None,
-            },
-        });
-    }
-
-    fn end_subagent(&mut self, key: &str, status: &str, out: &mut Vec<ParsedEvent>) {
-        let Some(pos) = self.subagents.iter().position(|s| s.key == key) else {
-            return;
-        };
-        let agent = self.subagents.remove(pos);
-        self.ended_subagents.insert(agent.key.clone());
-        out.push(ParsedEvent {
-            agent: Some(agent.key),
-            body: EventBody::Subagent {
-                phase: SubagentPhase::End,
-                label: agent.label,
-                status: Some(status.to_string()),
-            },
-        });
     }
 
     fn on_turn_completed(&mut self, v: &Value, out: &mut Vec<ParsedEvent>) -> bool {
@@ -476,15 +414,7 @@ impl CodexParser {
 
     /// Emits the held message (final when `is_final`) and what was queued behind it.
     fn flush(&mut self, is_final: bool, out: &mut Vec<ParsedEvent>) {
-        for mut body in std::mem::take(&mut self.pending) {
-            if let EventBody::Text { text, is_final: flag } = &mut body {
-                *flag = is_final;
-                if is_final {
-                    self.final_text.push(text.clone());
-                }
-            }
-            out.push(ParsedEvent::main(body));
-        }
+        emit_held(std::mem::take(&mut self.pending), is_final, &mut self.final_text, out);
     }
 }
 
@@ -520,10 +450,6 @@ impl LineParser for CodexParser {
     fn session_not_found(&self, stderr_tail: &str) -> bool {
         CodexParser::session_not_found(stderr_tail)
     }
-}
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
 }
 
 fn first_line(s: &str) -> String {
@@ -654,42 +580,32 @@ fn tool_result_of(kind: &str, item: &Value) -> (ToolStatus, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::planners::test_support::{errors, feed, shape, texts, usages};
+    use crate::planners::test_support::{errors, feed, fixtures, shape, texts, usages};
+    use planwire_protocol::SubagentPhase;
 
-    fn fixture(name: &str) -> &'static str {
-        macro_rules! fixtures {
-            ($($name:literal),* $(,)?) => {
-                match name {
-                    $($name => include_str!(concat!(
-                        "../../../tests/fixtures/codex/", $name, ".stdout.jsonl"
-                    )),)*
-                    other => panic!("no fixture {other}"),
-                }
-            };
-        }
-        fixtures!(
-            "a_plan",
-            "b_shell",
-            "c_reasoning",
-            "d_401",
-            "d_429",
-            "d_429_quota",
-            "d_500",
-            "d_500_retries",
-            "d_failed",
-            "d_failed_retries",
-            "e_resume",
-            "e_resume_last",
-            "f_sigint",
-            "f_sigterm",
-            "g_cmd_fail",
-            "i_apply_patch",
-            "m_nokey",
-            "n_connrefused",
-            "n_connrefused_bounded",
-            "p_long_cmd",
-        )
-    }
+    fixtures!(
+        "codex":
+        "a_plan",
+        "b_shell",
+        "c_reasoning",
+        "d_401",
+        "d_429",
+        "d_429_quota",
+        "d_500",
+        "d_500_retries",
+        "d_failed",
+        "d_failed_retries",
+        "e_resume",
+        "e_resume_last",
+        "f_sigint",
+        "f_sigterm",
+        "g_cmd_fail",
+        "i_apply_patch",
+        "m_nokey",
+        "n_connrefused",
+        "n_connrefused_bounded",
+        "p_long_cmd",
+    );
 
     const BADID_STDERR: &str = include_str!("../../../tests/fixtures/codex/e_resume_badid.stderr.txt");
     const NOGIT_STDERR: &str = include_str!("../../../tests/fixtures/codex/j_nogit.stderr.txt");

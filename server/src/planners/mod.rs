@@ -5,7 +5,9 @@
 //!   the prompt never passes through a shell and can never be read as a flag;
 //! - parse: a stateful [`LineParser`] from the CLI's stream to normalized events.
 //!
-//! An adapter knows a CLI's argv and line format and nothing else.
+//! An adapter knows a CLI's argv and line format and nothing else. What the parsers share
+//! (the frame of `parse_line`, held text, subagent bookkeeping, summaries, raw lines, API
+//! error classes) is in the helpers at the end of this file.
 
 pub mod claude;
 pub mod codex;
@@ -16,9 +18,11 @@ pub mod plan;
 pub mod prompt;
 pub mod script;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use planwire_protocol::{ErrorKind, EventBody};
+use planwire_protocol::{ErrorKind, EventBody, SubagentPhase};
+use serde_json::Value;
 
 use crate::config::Config;
 
@@ -34,6 +38,30 @@ pub struct ParsedEvent {
 impl ParsedEvent {
     pub fn main(body: EventBody) -> Self {
         ParsedEvent { agent: None, body }
+    }
+
+    /// A `subagent start` under the subagent's own key.
+    pub fn subagent_start(key: &str, label: &str) -> Self {
+        ParsedEvent {
+            agent: Some(key.to_string()),
+            body: EventBody::Subagent {
+                phase: SubagentPhase::Start,
+                label: label.to_string(),
+                status: None,
+            },
+        }
+    }
+
+    /// A `subagent end` under the subagent's own key.
+    pub fn subagent_end(key: &str, label: &str, status: &str) -> Self {
+        ParsedEvent {
+            agent: Some(key.to_string()),
+            body: EventBody::Subagent {
+                phase: SubagentPhase::End,
+                label: label.to_string(),
+                status: Some(status.to_string()),
+            },
+        }
     }
 }
 
@@ -67,43 +95,6 @@ pub trait LineParser: Send + Sync {
     /// (the runner then starts fresh).
     fn session_not_found(&self, _stderr_tail: &str) -> bool {
         false
-    }
-}
-
-impl LineParser for claude::ClaudeParser {
-    fn take_control_requests(&mut self) -> Vec<claude::ControlRequest> {
-        claude::ClaudeParser::take_control_requests(self)
-    }
-    fn saw_result(&self) -> bool {
-        claude::ClaudeParser::saw_result(self)
-    }
-    fn parse_line(&mut self, line: &str) -> Vec<ParsedEvent> {
-        claude::ClaudeParser::parse_line(self, line)
-    }
-    fn finish(&mut self) -> Vec<ParsedEvent> {
-        claude::ClaudeParser::finish(self)
-    }
-    fn session_id(&self) -> Option<String> {
-        claude::ClaudeParser::session_id(self).map(str::to_owned)
-    }
-    fn all_text(&self) -> String {
-        claude::ClaudeParser::all_text(self)
-    }
-    fn final_text(&self) -> String {
-        claude::ClaudeParser::final_text(self)
-    }
-    fn error_message(&self) -> Option<String> {
-        if self.is_error() {
-            claude::ClaudeParser::error_message(self).or_else(|| Some("the planner reported an error".into()))
-        } else {
-            None
-        }
-    }
-    fn session_not_found(&self, _stderr_tail: &str) -> bool {
-        // An unknown `--resume` id: exit 1 with this error result.
-        self.is_error()
-            && claude::ClaudeParser::error_message(self)
-                .is_some_and(|m| m.starts_with("No conversation found with session ID"))
     }
 }
 
@@ -420,7 +411,114 @@ pub fn launch_with(tool: Tool, req: &LaunchRequest, opts: &LaunchOptions) -> Lau
     }
 }
 
-// Helpers shared by the OpenCode and Codex adapters.
+// Helpers shared by the adapters.
+
+/// The frame of every adapter's `parse_line`: the line loses its terminator; a blank line
+/// gives nothing; a line that is not JSON is a `raw` event, and so is one that `on_value`
+/// (given the JSON value and the line) does not recognize, after whatever it emitted.
+pub(crate) fn parse_json_line(
+    line: &str,
+    on_value: impl FnOnce(&Value, &str, &mut Vec<ParsedEvent>) -> bool,
+) -> Vec<ParsedEvent> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    if line.trim().is_empty() {
+        return Vec::new();
+    }
+    let Ok(value) = serde_json::from_str::<Value>(line) else {
+        return vec![raw_event(line)];
+    };
+    let mut out = Vec::new();
+    if !on_value(&value, line, &mut out) {
+        out.push(raw_event(line));
+    }
+    out
+}
+
+pub(crate) fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Emits held main-agent events in order. Their text is final when `is_final`, and is then
+/// also added to `final_text`.
+pub(crate) fn emit_held(
+    held: Vec<EventBody>,
+    is_final: bool,
+    final_text: &mut Vec<String>,
+    out: &mut Vec<ParsedEvent>,
+) {
+    for mut body in held {
+        if let EventBody::Text { text, is_final: flag } = &mut body {
+            *flag = is_final;
+            if is_final {
+                final_text.push(text.clone());
+            }
+        }
+        out.push(ParsedEvent::main(body));
+    }
+}
+
+/// The subagents of a run, by key: each starts at most once (an ended key stays ended), and
+/// those still open at EOF end as `interrupted` ([`Subagents::interrupt_open`]).
+#[derive(Debug, Default)]
+pub(crate) struct Subagents {
+    /// `(key, label)` in start order.
+    open: Vec<(String, String)>,
+    ended: HashSet<String>,
+}
+
+impl Subagents {
+    /// Emits `subagent start` unless `key` is open or has ended; true when it did.
+    pub fn start(&mut self, key: &str, label: &str, out: &mut Vec<ParsedEvent>) -> bool {
+        if self.is_open(key) || self.has_ended(key) {
+            return false;
+        }
+        self.open.push((key.to_string(), label.to_string()));
+        out.push(ParsedEvent::subagent_start(key, label));
+        true
+    }
+
+    /// Emits `subagent end` with `status` when `key` is open.
+    pub fn end(&mut self, key: &str, status: &str, out: &mut Vec<ParsedEvent>) {
+        let Some(pos) = self.open.iter().position(|(k, _)| k == key) else {
+            return;
+        };
+        let (key, label) = self.open.remove(pos);
+        out.push(ParsedEvent::subagent_end(&key, &label, status));
+        self.ended.insert(key);
+    }
+
+    /// At EOF: ends every open subagent as `interrupted`, in start order.
+    pub fn interrupt_open(&mut self, out: &mut Vec<ParsedEvent>) {
+        for (key, label) in std::mem::take(&mut self.open) {
+            out.push(ParsedEvent::subagent_end(&key, &label, "interrupted"));
+            self.ended.insert(key);
+        }
+    }
+
+    pub fn is_open(&self, key: &str) -> bool {
+        self.open.iter().any(|(k, _)| k == key)
+    }
+
+    pub fn has_ended(&self, key: &str) -> bool {
+        self.ended.contains(key)
+    }
+}
+
+/// A tool input's summary: the first non-empty string among `keys`, else the input itself (a
+/// string, or compact JSON); at most [`claude::INPUT_SUMMARY_MAX`] characters.
+pub(crate) fn summarize_fields(input: &Value, keys: &[&str]) -> String {
+    let max = claude::INPUT_SUMMARY_MAX;
+    for key in keys {
+        if let Some(s) = str_of(input, key).filter(|s| !s.is_empty()) {
+            return truncate_chars(s, max);
+        }
+    }
+    match input {
+        Value::Null => String::new(),
+        Value::String(s) => truncate_chars(s, max),
+        other => truncate_chars(&other.to_string(), max),
+    }
+}
 
 /// A value that can follow a flag: not empty, not starting with `-` (it would be read as a
 /// flag), no control characters.
@@ -560,6 +658,25 @@ pub(crate) mod test_support {
 
     use super::{LineParser, ParsedEvent};
 
+    /// `fixtures!("claude": "a_plain", …)` defines `fixture(name)`, the recorded stdout
+    /// `tests/fixtures/claude/a_plain.stdout.jsonl`, and `ALL`, every name listed.
+    macro_rules! fixtures {
+        ($dir:literal: $($name:literal),* $(,)?) => {
+            #[allow(dead_code)]
+            const ALL: &[&str] = &[$($name),*];
+
+            fn fixture(name: &str) -> &'static str {
+                match name {
+                    $($name => include_str!(concat!(
+                        "../../../tests/fixtures/", $dir, "/", $name, ".stdout.jsonl"
+                    )),)*
+                    other => panic!("no fixture {other}"),
+                }
+            }
+        };
+    }
+    pub(crate) use fixtures;
+
     pub fn feed(p: &mut dyn LineParser, text: &str) -> Vec<ParsedEvent> {
         let mut events = Vec::new();
         for line in text.lines() {
@@ -572,6 +689,15 @@ pub(crate) mod test_support {
     /// Kind, plus `!` for final text, `:start`/`:end`, `:Kind` for errors, `=status` for
     /// tool results, `@agent`.
     pub fn shape(events: &[ParsedEvent]) -> Vec<String> {
+        shape_of(events, true)
+    }
+
+    /// [`shape`] without the `=status` of tool results.
+    pub fn shape_without_status(events: &[ParsedEvent]) -> Vec<String> {
+        shape_of(events, false)
+    }
+
+    fn shape_of(events: &[ParsedEvent], tool_status: bool) -> Vec<String> {
         events
             .iter()
             .map(|e| {
@@ -583,7 +709,7 @@ pub(crate) mod test_support {
                         SubagentPhase::End => ":end",
                     }),
                     EventBody::Error { error_kind, .. } => s.push_str(&format!(":{error_kind:?}")),
-                    EventBody::ToolResult { status, .. } => s.push_str(match status {
+                    EventBody::ToolResult { status, .. } if tool_status => s.push_str(match status {
                         ToolStatus::Completed => "=ok",
                         ToolStatus::Error => "=err",
                         ToolStatus::Running => "=running",

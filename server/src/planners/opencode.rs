@@ -50,11 +50,14 @@
 
 use std::collections::HashSet;
 
-use planwire_protocol::{ErrorKind, EventBody, SubagentPhase, ToolStatus};
+use planwire_protocol::{ErrorKind, EventBody, ToolStatus};
 use serde_json::Value;
 
-use super::claude::{INPUT_SUMMARY_MAX, OUTPUT_SUMMARY_MAX};
-use super::{classify_api_error, flag_value_ok, raw_event, strip_ansi, truncate_chars, LineParser, ParsedEvent};
+use super::claude::OUTPUT_SUMMARY_MAX;
+use super::{
+    classify_api_error, emit_held, flag_value_ok, parse_json_line, str_of, strip_ansi, summarize_fields,
+    truncate_chars, LineParser, ParsedEvent,
+};
 
 /// The session title when the ticket has none (any `--title` saves a title-generation
 /// request to the model).
@@ -243,39 +246,29 @@ impl OpenCodeParser {
     /// Parses one stdout line (with or without its line terminator). Never panics; a line it
     /// does not understand comes back as a `raw` event.
     pub fn parse_line(&mut self, line: &str) -> Vec<ParsedEvent> {
-        let line = line.trim_end_matches(['\r', '\n']);
-        if line.trim().is_empty() {
-            return Vec::new();
-        }
-        let Ok(value) = serde_json::from_str::<Value>(line) else {
-            return vec![raw_event(line)];
-        };
-        let mut out = Vec::new();
-        let kind = str_of(&value, "type").unwrap_or("");
-        let known = matches!(
-            kind,
-            "step_start" | "text" | "reasoning" | "tool_use" | "step_finish" | "error"
-        );
-        if known {
-            self.note_session(&value, &mut out);
-        }
-        let recognized = match kind {
-            "step_start" => {
-                self.flush(false, &mut out);
-                self.steps += 1;
-                true
+        parse_json_line(line, |value, _, out| {
+            let kind = str_of(value, "type").unwrap_or("");
+            let known = matches!(
+                kind,
+                "step_start" | "text" | "reasoning" | "tool_use" | "step_finish" | "error"
+            );
+            if known {
+                self.note_session(value, out);
             }
-            "text" => self.on_text(&value, false),
-            "reasoning" => self.on_text(&value, true),
-            "tool_use" => self.on_tool_use(&value, &mut out),
-            "step_finish" => self.on_step_finish(&value, &mut out),
-            "error" => self.on_error(&value, &mut out),
-            _ => false,
-        };
-        if !recognized {
-            out.push(raw_event(line));
-        }
-        out
+            match kind {
+                "step_start" => {
+                    self.flush(false, out);
+                    self.steps += 1;
+                    true
+                }
+                "text" => self.on_text(value, false),
+                "reasoning" => self.on_text(value, true),
+                "tool_use" => self.on_tool_use(value, out),
+                "step_finish" => self.on_step_finish(value, out),
+                "error" => self.on_error(value, out),
+                _ => false,
+            }
+        })
     }
 
     /// Called once at EOF: flushes held text as not final (a step cut before its
@@ -484,32 +477,17 @@ impl OpenCodeParser {
             ToolStatus::Error => "error".to_string(),
             _ => attribute(output, "<task ", "state").unwrap_or_else(|| "completed".to_string()),
         };
-        let agent = Some(id.to_string());
-        out.push(ParsedEvent {
-            agent: agent.clone(),
-            body: EventBody::Subagent {
-                phase: SubagentPhase::Start,
-                label: label.clone(),
-                status: None,
-            },
-        });
+        out.push(ParsedEvent::subagent_start(id, &label));
         if !result.is_empty() {
             out.push(ParsedEvent {
-                agent: agent.clone(),
+                agent: Some(id.to_string()),
                 body: EventBody::Text {
                     text: result.clone(),
                     is_final: false,
                 },
             });
         }
-        out.push(ParsedEvent {
-            agent,
-            body: EventBody::Subagent {
-                phase: SubagentPhase::End,
-                label,
-                status: Some(end_status),
-            },
-        });
+        out.push(ParsedEvent::subagent_end(id, &label, &end_status));
         result
     }
 
@@ -591,15 +569,7 @@ impl OpenCodeParser {
         if is_final && has_text {
             self.final_text.clear();
         }
-        for mut body in std::mem::take(&mut self.pending) {
-            if let EventBody::Text { text, is_final: flag } = &mut body {
-                *flag = is_final;
-                if is_final {
-                    self.final_text.push(text.clone());
-                }
-            }
-            out.push(ParsedEvent::main(body));
-        }
+        emit_held(std::mem::take(&mut self.pending), is_final, &mut self.final_text, out);
     }
 }
 
@@ -630,10 +600,6 @@ impl LineParser for OpenCodeParser {
     }
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 /// The value of `name="…"` in the first tag starting with `tag` (`<task id="ses_…" …>`).
 fn attribute(text: &str, tag: &str, name: &str) -> Option<String> {
     let start = text.find(tag)?;
@@ -647,68 +613,53 @@ fn attribute(text: &str, tag: &str, name: &str) -> Option<String> {
 
 /// A short summary of a tool's input: the first of its path, command, pattern, url, query,
 /// description or tool name, else its compact JSON; at most [`INPUT_SUMMARY_MAX`] characters.
+///
+/// [`INPUT_SUMMARY_MAX`]: super::claude::INPUT_SUMMARY_MAX
 pub fn summarize_input(input: &Value) -> String {
-    const KEYS: [&str; 9] = [
-        "filePath",
-        "path",
-        "command",
-        "pattern",
-        "url",
-        "query",
-        "description",
-        "prompt",
-        "tool",
-    ];
-    for key in KEYS {
-        if let Some(s) = str_of(input, key).filter(|s| !s.is_empty()) {
-            return truncate_chars(s, INPUT_SUMMARY_MAX);
-        }
-    }
-    match input {
-        Value::Null => String::new(),
-        Value::String(s) => truncate_chars(s, INPUT_SUMMARY_MAX),
-        other => truncate_chars(&other.to_string(), INPUT_SUMMARY_MAX),
-    }
+    summarize_fields(
+        input,
+        &[
+            "filePath",
+            "path",
+            "command",
+            "pattern",
+            "url",
+            "query",
+            "description",
+            "prompt",
+            "tool",
+        ],
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::planners::test_support::{errors, feed, shape, texts, usages};
+    use crate::planners::test_support::{errors, feed, fixtures, shape, texts, usages};
+    use planwire_protocol::SubagentPhase;
 
-    fn fixture(name: &str) -> &'static str {
-        macro_rules! fixtures {
-            ($($name:literal),* $(,)?) => {
-                match name {
-                    $($name => include_str!(concat!(
-                        "../../../tests/fixtures/opencode/", $name, ".stdout.jsonl"
-                    )),)*
-                    other => panic!("no fixture {other}"),
-                }
-            };
-        }
-        fixtures!(
-            "a_plain_text",
-            "b_readonly_tools",
-            "b2_plan_edit_bash",
-            "b3_bash_permission_ask",
-            "c_subagent_task",
-            "d_question_tool",
-            "e_http_401",
-            "e_http_429_forever",
-            "e_http_500_forever",
-            "e_error_after_tool_step",
-            "e_stream_drop_then_ok",
-            "f_resume_session",
-            "g_sigterm_midstream",
-            "h_thinking_reasoning",
-            "o_unknown_model",
-            "p_empty_response",
-            "p_finish_length",
-            "q_cost_and_cache_tokens",
-            "r_read_outside_repo",
-        )
-    }
+    fixtures!(
+        "opencode":
+        "a_plain_text",
+        "b_readonly_tools",
+        "b2_plan_edit_bash",
+        "b3_bash_permission_ask",
+        "c_subagent_task",
+        "d_question_tool",
+        "e_http_401",
+        "e_http_429_forever",
+        "e_http_500_forever",
+        "e_error_after_tool_step",
+        "e_stream_drop_then_ok",
+        "f_resume_session",
+        "g_sigterm_midstream",
+        "h_thinking_reasoning",
+        "o_unknown_model",
+        "p_empty_response",
+        "p_finish_length",
+        "q_cost_and_cache_tokens",
+        "r_read_outside_repo",
+    );
 
     const R_STDERR: &str = include_str!("../../../tests/fixtures/opencode/r_read_outside_repo.stderr.txt");
     const B3_STDERR: &str = include_str!("../../../tests/fixtures/opencode/b3_bash_permission_ask.stderr.txt");
