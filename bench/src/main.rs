@@ -639,7 +639,7 @@ fn queries(cfg: &Config, problems: &mut Problems) {
     let shapes = Shapes::load(&cfg.root);
     let (events, tickets) = if cfg.quick { (10_000, 1_000) } else { (100_000, 10_000) };
     println!(
-        "\n[queries] getTranscript of {events} events; status and listTickets with {tickets} tickets; sequential requests"
+        "\n[queries] getTranscript of {events} events (pages of 1000 and 100); status and listTickets with {tickets} tickets (unpaged, pages of 500 and 100); sequential requests"
     );
     let script = cfg.cache.join(format!("many-events-{events}-v1.jsonl"));
     if !script.is_file() {
@@ -682,65 +682,19 @@ fn queries(cfg: &Config, problems: &mut Problems) {
         "  setup: {last} events stored; {tickets} tickets ({:.0} createTicket/s pipelined)",
         (tickets - 1) as f64 / t.elapsed().as_secs_f64()
     );
+    // Whole passes over the transcript: in default pages (1000, the server's maximum), then
+    // in pages of 100. Every page is checked for order and completeness.
     let passes = if cfg.quick { 2 } else { 5 };
-    let (mut page_lat, mut full_read, mut page_bytes) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pages_1000, mut pages_100) = (Paged::default(), Paged::default());
     for _ in 0..passes {
-        let t = Instant::now();
-        let (mut after, mut got) = (0u64, 0u64);
-        loop {
-            let (dt, r) = timed(
-                &mut sc,
-                "planwire/getTranscript",
-                json!({"runId": run, "afterSeq": after}),
-            );
-            let r = match r {
-                Ok(r) => r,
-                Err(e) => {
-                    problems.add(format!("queries: getTranscript failed: {e}"));
-                    return;
-                }
-            };
-            page_lat.push(dt);
-            page_bytes.push(r.len() as f64);
-            let v: Value = serde_json::from_str(&r).expect("result");
-            let evs = v["events"].as_array().cloned().unwrap_or_default();
-            for e in &evs {
-                got += 1;
-                if e["seq"] != after + 1 {
-                    problems.add(format!("queries: page after {after} has seq {}", e["seq"]));
-                    return;
-                }
-                after += 1;
-            }
-            if v["done"] == true || evs.is_empty() {
-                break;
-            }
+        if let Err(e) = read_transcript(&mut sc, run, None, last, &mut pages_1000) {
+            problems.add(format!("queries: default pages: {e}"));
+            return;
         }
-        if got != last {
-            problems.add(format!("queries: paged {got} events of {last}"));
-        }
-        full_read.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    // The same run in pages of 1000, the size a client catching up would ask for.
-    let mut small_pages = Vec::new();
-    let mut after = 0u64;
-    while after < last {
-        let (dt, r) = timed(
-            &mut sc,
-            "planwire/getTranscript",
-            json!({"runId": run, "afterSeq": after, "limit": 1000}),
-        );
-        small_pages.push(dt);
-        let got = r
-            .ok()
-            .and_then(|r| serde_json::from_str::<Value>(&r).ok())
-            .and_then(|v| v["events"].as_array().map(Vec::len))
-            .unwrap_or(0);
-        if got == 0 {
-            problems.add(format!("queries: no page of 1000 after {after}"));
-            break;
-        }
-        after += got as u64;
+    if let Err(e) = read_transcript(&mut sc, run, Some(100), last, &mut pages_100) {
+        problems.add(format!("queries: pages of 100: {e}"));
+        return;
     }
     let samples = if cfg.quick { 20 } else { 100 };
     let mut tail = Vec::new();
@@ -764,6 +718,7 @@ fn queries(cfg: &Config, problems: &mut Problems) {
         }
         status.push(dt);
     }
+    // listTickets: the unpaged answer (for reference), then whole passes in pages.
     let list_samples = if cfg.quick { 10 } else { 30 };
     let (mut list, mut list_bytes) = (Vec::new(), 0usize);
     for _ in 0..list_samples {
@@ -776,6 +731,16 @@ fn queries(cfg: &Config, problems: &mut Problems) {
             }
         }
         list.push(dt);
+    }
+    let list_passes = if cfg.quick { 2 } else { 5 };
+    let (mut list_100, mut list_500) = (Paged::default(), Paged::default());
+    for _ in 0..list_passes {
+        for (limit, paged) in [(100, &mut list_100), (500, &mut list_500)] {
+            if let Err(e) = list_tickets(&mut sc, limit, tickets, paged) {
+                problems.add(format!("queries: listTickets pages of {limit}: {e}"));
+                return;
+            }
+        }
     }
     sc.shutdown();
     cfg.done_with(&dir);
@@ -792,23 +757,115 @@ fn queries(cfg: &Config, problems: &mut Problems) {
             Some(p99 <= 5.0),
         );
     };
-    show(
-        "getTranscript page (5000 events)",
-        &page_lat,
-        format!(", {}/page", mb(median(&page_bytes))),
-    );
-    show("getTranscript page (1000 events)", &small_pages, String::new());
+    let paged = |name: &str, pg: &Paged| {
+        show(name, &pg.lat, format!(", {}/page", mb(median(&pg.bytes))));
+        line(
+            &format!("  whole pass, {} requests", pg.lat.len() / pg.passes.len().max(1)),
+            &summary(&pg.passes, ms),
+            "",
+            None,
+        );
+    };
+    paged("getTranscript page (1000, default)", &pages_1000);
+    paged("getTranscript page (100)", &pages_100);
     show("getTranscript tail (100 events)", &tail, String::new());
-    line(
-        &format!("getTranscript all {last} ({} pages)", page_lat.len() / passes),
-        &summary(&full_read, ms),
-        "",
-        None,
-    );
     show("status", &status, String::new());
     show(
-        &format!("listTickets ({tickets} tickets)"),
+        &format!("listTickets unpaged ({tickets})"),
         &list,
         format!(", {}", mb(list_bytes as f64)),
     );
+    paged("listTickets page (limit 500)", &list_500);
+    paged("listTickets page (limit 100)", &list_100);
+}
+
+/// Per-request latencies and response sizes of paged reads, and the time of each whole pass.
+#[derive(Default)]
+struct Paged {
+    lat: Vec<f64>,
+    bytes: Vec<f64>,
+    passes: Vec<f64>,
+}
+
+/// Reads a run's whole transcript in pages (`limit` None: the server's default page), checking
+/// that seqs run 1…last with no gap or repeat and that no page exceeds 1000 events.
+fn read_transcript(sc: &mut Sidecar, run: i64, limit: Option<u32>, last: u64, pg: &mut Paged) -> Result<(), String> {
+    let t = Instant::now();
+    let mut after = 0u64;
+    loop {
+        let mut params = json!({"runId": run, "afterSeq": after});
+        if let Some(l) = limit {
+            params["limit"] = json!(l);
+        }
+        let (dt, r) = timed(sc, "planwire/getTranscript", params);
+        let r = r.map_err(|e| format!("getTranscript after {after}: {e}"))?;
+        pg.lat.push(dt);
+        pg.bytes.push(r.len() as f64);
+        let v: Value = serde_json::from_str(&r).map_err(|e| format!("result: {e}"))?;
+        let evs = v["events"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let max = limit.unwrap_or(1000) as usize;
+        if evs.len() > max || (evs.len() < max && after + (evs.len() as u64) < last) {
+            return Err(format!("page after {after} has {} events (limit {max})", evs.len()));
+        }
+        for e in evs {
+            if e["seq"] != after + 1 {
+                return Err(format!("page after {after} has seq {}", e["seq"]));
+            }
+            after += 1;
+        }
+        if v["done"] == true || evs.is_empty() {
+            break;
+        }
+    }
+    if after != last {
+        return Err(format!("paged {after} events of {last}"));
+    }
+    pg.passes.push(t.elapsed().as_secs_f64() * 1e3);
+    Ok(())
+}
+
+/// Lists every ticket in pages of `limit`, following `nextAfterId`, checking that ids rise,
+/// that `nextAfterId` is the last id of every full page and absent otherwise, and that all
+/// `total` tickets come back once.
+fn list_tickets(sc: &mut Sidecar, limit: u32, total: usize, pg: &mut Paged) -> Result<(), String> {
+    let t = Instant::now();
+    let (mut after, mut seen) = (None::<i64>, 0usize);
+    loop {
+        let mut params = json!({"limit": limit});
+        if let Some(a) = after {
+            params["afterId"] = json!(a);
+        }
+        let (dt, r) = timed(sc, "planwire/listTickets", params);
+        let r = r.map_err(|e| format!("after {after:?}: {e}"))?;
+        pg.lat.push(dt);
+        pg.bytes.push(r.len() as f64);
+        let v: Value = serde_json::from_str(&r).map_err(|e| format!("result: {e}"))?;
+        let ts = v["tickets"].as_array().map(Vec::as_slice).unwrap_or_default();
+        if ts.len() > limit as usize {
+            return Err(format!("page after {after:?} has {} tickets", ts.len()));
+        }
+        let mut prev = after.unwrap_or(0);
+        for tk in ts {
+            let id = tk["id"].as_i64().ok_or("ticket without id")?;
+            if id <= prev {
+                return Err(format!("ticket {id} after {prev}"));
+            }
+            prev = id;
+        }
+        seen += ts.len();
+        let next = v["nextAfterId"].as_i64();
+        let full = ts.len() == limit as usize;
+        if full != next.is_some() || (full && next != Some(prev)) {
+            return Err(format!("{} tickets with nextAfterId {:?}", ts.len(), v["nextAfterId"]));
+        }
+        match next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    if seen != total {
+        return Err(format!("listed {seen} tickets of {total}"));
+    }
+    pg.passes.push(t.elapsed().as_secs_f64() * 1e3);
+    Ok(())
 }
