@@ -55,19 +55,19 @@ where
                         session = Some(s);
                         outbox.respond(Some(&id), Ok(result)).await;
                     }
-                    Err(e) => outbox.respond(Some(&id), Err(e)).await,
+                    Err(e) => outbox.respond_error(Some(&id), e).await,
                 },
                 ("initialize", Some(_)) => {
                     let e = ResponseError::new(ErrorCode::InvalidRequest, "initialize was already called");
-                    outbox.respond(Some(&id), Err(e)).await;
+                    outbox.respond_error(Some(&id), e).await;
                 }
                 (_, None) => {
                     let e = ResponseError::new(ErrorCode::ServerNotInitialized, "the server is not initialized");
-                    outbox.respond(Some(&id), Err(e)).await;
+                    outbox.respond_error(Some(&id), e).await;
                 }
                 (_, Some(_)) if shutdown => {
                     let e = ResponseError::new(ErrorCode::InvalidRequest, "the server is shutting down");
-                    outbox.respond(Some(&id), Err(e)).await;
+                    outbox.respond_error(Some(&id), e).await;
                 }
                 ("shutdown", Some(s)) => {
                     s.stop_all().await;
@@ -118,7 +118,7 @@ async fn cancel(outbox: &Outbox, in_flight: &InFlight, params: Value) {
     if let Some(handle) = handle {
         handle.abort();
         let e = ResponseError::new(ErrorCode::RequestCancelled, "the request was cancelled");
-        outbox.respond(Some(&id), Err(e)).await;
+        outbox.respond_error(Some(&id), e).await;
     }
 }
 

@@ -179,7 +179,8 @@ pub async fn read_capped_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usiz
         buf.pop();
         len -= 1;
     }
-    let text = String::from_utf8_lossy(&buf).into_owned();
+    // Valid UTF-8 (the usual case) is taken as it is, with no copy.
+    let text = String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     Ok(Some(if len > cap {
         OutputLine::Truncated { head: text, len }
     } else {

@@ -32,6 +32,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use planwire_protocol::{self as p, ErrorCode, Request};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::session::Session;
@@ -39,7 +40,7 @@ use crate::transport::ResponseError;
 
 pub type HandlerResult<T> = Result<T, ResponseError>;
 
-pub async fn dispatch(s: Arc<Session>, method: &str, params: Value) -> HandlerResult<Value> {
+pub async fn dispatch(s: Arc<Session>, method: &str, params: Value) -> HandlerResult<RawResult> {
     match method {
         p::CreateTicket::METHOD => call::<p::CreateTicket, _, _>(s, params, create_ticket::handle).await,
         p::ListTickets::METHOD => call::<p::ListTickets, _, _>(s, params, list_tickets::handle).await,
@@ -48,7 +49,7 @@ pub async fn dispatch(s: Arc<Session>, method: &str, params: Value) -> HandlerRe
         p::Stop::METHOD => call::<p::Stop, _, _>(s, params, stop::handle).await,
         p::Status::METHOD => call::<p::Status, _, _>(s, params, status::handle).await,
         p::AnswerQuestion::METHOD => call::<p::AnswerQuestion, _, _>(s, params, answer::handle).await,
-        p::GetTranscript::METHOD => call::<p::GetTranscript, _, _>(s, params, get_transcript::handle).await,
+        p::GetTranscript::METHOD => get_transcript::handle(s, parse_params(p::GetTranscript::METHOD, params)?).await,
         p::SetProjectSettings::METHOD => {
             call::<p::SetProjectSettings, _, _>(s, params, set_project_settings::handle).await
         }
@@ -73,7 +74,10 @@ pub async fn dispatch(s: Arc<Session>, method: &str, params: Value) -> HandlerRe
     }
 }
 
-async fn call<R, F, Fut>(s: Arc<Session>, params: Value, f: F) -> HandlerResult<Value>
+/// A result serialized once, here; the transport copies it into the frame as it is.
+pub type RawResult = Box<RawValue>;
+
+async fn call<R, F, Fut>(s: Arc<Session>, params: Value, f: F) -> HandlerResult<RawResult>
 where
     R: Request,
     F: FnOnce(Arc<Session>, R::Params) -> Fut,
@@ -81,7 +85,7 @@ where
 {
     let params = parse_params::<R::Params>(R::METHOD, params)?;
     let result = f(s, params).await?;
-    serde_json::to_value(result).map_err(|e| ResponseError::new(ErrorCode::InternalError, e.to_string()))
+    serde_json::value::to_raw_value(&result).map_err(|e| ResponseError::new(ErrorCode::InternalError, e.to_string()))
 }
 
 /// Typed params, with an error that names the offending field.

@@ -27,6 +27,23 @@ pub fn append(conn: &Connection, run: RunId, events: &[TranscriptEvent]) -> Resu
     Ok(payloads)
 }
 
+/// Like [`page`], but the stored JSON of each event, unparsed; with the last seq of the page.
+pub fn page_raw(conn: &Connection, run: RunId, after: u64, limit: u32) -> Result<(Vec<String>, Option<u64>, u64)> {
+    let mut stmt = conn
+        .prepare_cached("SELECT seq, payload FROM transcript WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")?;
+    let mut payloads = Vec::new();
+    let mut page_end = None;
+    for row in stmt.query_map(params![run, after, limit], |r| {
+        Ok((r.get::<_, u64>(0)?, r.get::<_, String>(1)?))
+    })? {
+        let (seq, payload) = row?;
+        page_end = Some(seq);
+        payloads.push(payload);
+    }
+    let last: u64 = conn.query_row("SELECT last_seq FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
+    Ok((payloads, page_end, last))
+}
+
 /// Events with `seq > after`, at most `limit`, and the run's highest seq.
 pub fn page(conn: &Connection, run: RunId, after: u64, limit: u32) -> Result<(Vec<TranscriptEvent>, u64)> {
     let mut stmt =

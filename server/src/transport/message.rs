@@ -111,13 +111,6 @@ pub fn notification(method: &str, params: &Value) -> Value {
     json!({ "jsonrpc": "2.0", "method": method, "params": params })
 }
 
-pub fn response(id: Option<&RequestId>, result: Result<Value, ResponseError>) -> Value {
-    match result {
-        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-        Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

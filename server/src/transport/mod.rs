@@ -67,6 +67,17 @@ struct Notification<'a, P> {
     params: P,
 }
 
+/// A response envelope, serialized in one go (`result` may be `null`; absent on errors).
+#[derive(Serialize)]
+struct Response<'a, T> {
+    jsonrpc: &'static str,
+    id: Option<&'a RequestId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<T>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ResponseError>,
+}
+
 impl Outbox {
     async fn send(&self, value: &Value) {
         match serde_json::to_vec(value) {
@@ -95,8 +106,27 @@ impl Outbox {
         }
     }
 
-    pub async fn respond(&self, id: Option<&RequestId>, result: Result<Value, ResponseError>) {
-        self.send(&message::response(id, result)).await;
+    /// Answers a request, serializing the result once, straight into the frame.
+    pub async fn respond<T: Serialize>(&self, id: Option<&RequestId>, result: Result<T, ResponseError>) {
+        let (result, error) = match result {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e)),
+        };
+        let response = Response {
+            jsonrpc: "2.0",
+            id,
+            result,
+            error,
+        };
+        match serde_json::to_vec(&response) {
+            Ok(bytes) => self.send_bytes(bytes).await,
+            Err(e) => tracing::error!("cannot serialize a response: {e}"),
+        }
+    }
+
+    /// Answers a request with an error.
+    pub async fn respond_error(&self, id: Option<&RequestId>, error: ResponseError) {
+        self.respond::<()>(id, Err(error)).await;
     }
 
     /// Sends a server → client request and waits for its response.
@@ -192,7 +222,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(mut reader: R, tx: mpsc::Sender<Read
             Err(e) => {
                 tracing::warn!("a frame is not valid JSON: {e}");
                 let err = ResponseError::new(ErrorCode::ParseError, format!("parse error: {e}"));
-                outbox.respond(None, Err(err)).await;
+                outbox.respond_error(None, err).await;
                 continue;
             }
         };
@@ -211,7 +241,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(mut reader: R, tx: mpsc::Sender<Read
                     return;
                 }
             }
-            Err((id, err)) => outbox.respond(id.as_ref(), Err(err)).await,
+            Err((id, err)) => outbox.respond_error(id.as_ref(), err).await,
         }
     };
     let _ = tx.send(ReaderEvent::Closed { clean }).await;
