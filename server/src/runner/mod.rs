@@ -30,7 +30,6 @@ use planwire_protocol::{
     AgentRunId, ErrorCode, EventBody, QuestionId, QuestionParams, RunChangedParams, RunId, SubagentPhase, Ticket,
     TicketChangedParams, TicketId, TranscriptEvent, TranscriptParams,
 };
-use serde_json::value::RawValue;
 use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot};
 
@@ -439,16 +438,21 @@ impl Driver {
         let (run, count) = (self.run_id, events.len());
         match self.s.store.write(move |c| transcript::append(c, run, &events)).await {
             Ok(payloads) => {
-                let events: Vec<Box<RawValue>> = payloads
-                    .into_iter()
-                    .filter_map(|p| RawValue::from_string(p).ok())
-                    .collect();
-                let params = RawTranscript {
-                    ticket_id: self.ticket_id,
-                    run_id: run,
-                    events,
-                };
-                self.s.outbox.notify("planwire/transcript", params).await;
+                // The frame is assembled from the stored JSON: no parse, no second serialization.
+                let ticket = self.ticket_id.map_or_else(|| "null".to_owned(), |t| t.to_string());
+                let size = payloads.iter().map(|p| p.len() + 1).sum::<usize>() + 128;
+                let mut frame = String::with_capacity(size);
+                frame.push_str(r#"{"jsonrpc":"2.0","method":"planwire/transcript","params":{"ticketId":"#);
+                frame.push_str(&ticket);
+                frame.push_str(&format!(r#","runId":{run},"events":["#));
+                for (i, p) in payloads.iter().enumerate() {
+                    if i > 0 {
+                        frame.push(',');
+                    }
+                    frame.push_str(p);
+                }
+                frame.push_str("]}}");
+                self.s.outbox.send_bytes(frame.into_bytes()).await;
             }
             Err(e) => tracing::error!("run {run}: cannot store {count} events: {e}"),
         }
@@ -527,15 +531,6 @@ impl Driver {
         notify_changed(&self.s, self.ticket_id, self.run_id).await;
         self.progress.end("Planning could not start");
     }
-}
-
-/// `planwire/transcript` params ([`TranscriptParams`]) with events already serialized.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RawTranscript {
-    ticket_id: Option<TicketId>,
-    run_id: RunId,
-    events: Vec<Box<RawValue>>,
 }
 
 /// Answers every stop request of a run that has been recorded as ended.

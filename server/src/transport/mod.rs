@@ -86,7 +86,8 @@ impl Outbox {
         }
     }
 
-    async fn send_bytes(&self, bytes: Vec<u8>) {
+    /// Queues an already serialized message (its JSON text) as one frame.
+    pub(crate) async fn send_bytes(&self, bytes: Vec<u8>) {
         let share = bytes.len().clamp(1, QUEUE_BYTES) as u32;
         // A closed semaphore or writer means the client is gone; there is no one left to tell.
         if let Ok(permit) = self.budget.clone().acquire_many_owned(share).await {
