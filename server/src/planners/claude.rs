@@ -43,15 +43,18 @@
 //! Everything else unknown (a non-JSON or truncated line, an unknown type, subtype or block)
 //! becomes `raw { line }`, cut at [`RAW_LINE_MAX`] bytes.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use planwire_protocol::{ErrorKind, EventBody, ToolStatus};
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::json;
 use serde_json::Value;
 
 use super::{
-    emit_held, flag_value_ok, parse_json_line, str_of, summarize_fields, truncate_chars, LineParser, ParsedEvent,
-    Subagents,
+    each_field, emit_held, flag_value_ok, parse_json_line, parse_typed_line, str_of, summarize_fields, truncate_chars,
+    LineParser, ParsedEvent, Skip, Str, Subagents,
 };
 
 /// Longest tool input summary, in characters (an ellipsis is added when cut).
@@ -135,6 +138,16 @@ impl ClaudeParser {
     /// Parses one stdout line (with or without its line terminator). Never panics; a line it
     /// does not understand comes back as a `raw` event.
     pub fn parse_line(&mut self, line: &str) -> Vec<ParsedEvent> {
+        // Most lines are `assistant` and `user` lines: they take the typed path, and anything
+        // it does not cover takes the `Value` path, with the same result.
+        if let Some(out) = parse_typed_line(line, |l: Line, out| self.on_typed(l, out)) {
+            return out;
+        }
+        self.parse_value_line(line)
+    }
+
+    /// The `Value` path of [`parse_line`](Self::parse_line): every line type.
+    fn parse_value_line(&mut self, line: &str) -> Vec<ParsedEvent> {
         parse_json_line(line, |value, _, out| match str_of(value, "type") {
             Some("system") => self.on_system(value, out),
             Some("assistant") => self.on_assistant(value, out),
@@ -256,92 +269,213 @@ impl ClaudeParser {
             return false;
         };
         let agent = parent_id(v);
-        let is_main = agent.is_none();
-        let msg_id = str_of(msg, "id").map(str::to_string);
+        let msg_id = str_of(msg, "id");
 
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
             self.on_synthetic_error(err.as_str().unwrap_or(""), content, agent, out);
             return true;
         }
 
-        if is_main {
-            // A real response arrived: earlier retries are over.
-            self.last_retry = None;
-            let same_message = matches!(&self.pending, Some(p) if p.id.is_some() && p.id == msg_id);
-            if !same_message {
-                self.flush(false, out);
-            }
-        }
-
+        self.begin_message(&agent, msg_id, out);
         let mut recognized = true;
         for block in content {
             match str_of(block, "type") {
-                Some("text") => {
-                    let text = str_of(block, "text").unwrap_or("");
-                    if text.is_empty() {
-                        continue;
-                    }
-                    let body = EventBody::Text {
-                        text: text.to_string(),
-                        is_final: false,
-                    };
-                    if is_main {
-                        self.main_text.push(text.to_string());
-                        self.pending
-                            .get_or_insert_with(|| PendingMessage {
-                                id: msg_id.clone(),
-                                events: Vec::new(),
-                            })
-                            .events
-                            .push(body);
-                    } else {
-                        out.push(ParsedEvent {
-                            agent: agent.clone(),
-                            body,
-                        });
-                    }
-                }
-                Some("thinking") => {
-                    let text = str_of(block, "thinking").unwrap_or("");
-                    if text.is_empty() {
-                        continue;
-                    }
-                    let body = EventBody::Reasoning { text: text.to_string() };
-                    match (&mut self.pending, is_main) {
-                        (Some(p), true) => p.events.push(body),
-                        _ => out.push(ParsedEvent {
-                            agent: agent.clone(),
-                            body,
-                        }),
-                    }
-                }
+                Some("text") => self.on_text(str_of(block, "text").unwrap_or(""), &agent, msg_id, out),
+                Some("thinking") => self.on_thinking(str_of(block, "thinking").unwrap_or(""), &agent, out),
                 Some("redacted_thinking") => {}
                 Some("tool_use") => {
-                    if is_main {
-                        self.flush(false, out);
-                    }
-                    let id = str_of(block, "id").unwrap_or("").to_string();
-                    let name = str_of(block, "name").unwrap_or("").to_string();
+                    let id = str_of(block, "id").unwrap_or("");
+                    let name = str_of(block, "name").unwrap_or("");
                     let input = block.get("input").unwrap_or(&Value::Null);
-                    out.push(ParsedEvent {
-                        agent: agent.clone(),
-                        body: EventBody::ToolCall {
-                            call_id: id.clone(),
-                            name: name.clone(),
-                            input: summarize_input(input),
-                        },
-                    });
-                    if (name == "Agent" || name == "Task") && !id.is_empty() {
-                        let background = input.get("run_in_background").and_then(Value::as_bool).unwrap_or(false);
-                        if self.subagents.start(&id, &subagent_label(input), out) && background {
-                            self.background_subagents.insert(id);
-                        }
-                    }
+                    self.on_tool_use(id, name, input, &agent, out);
                 }
                 _ => recognized = false,
             }
         }
         recognized
+    }
+
+    /// Before the blocks of an assistant line: a main-thread line ends earlier retries, and
+    /// flushes the held message unless it continues it.
+    fn begin_message(&mut self, agent: &Option<String>, msg_id: Option<&str>, out: &mut Vec<ParsedEvent>) {
+        if agent.is_none() {
+            // A real response arrived: earlier retries are over.
+            self.last_retry = None;
+            let same_message = matches!(&self.pending, Some(p) if p.id.is_some() && p.id.as_deref() == msg_id);
+            if !same_message {
+                self.flush(false, out);
+            }
+        }
+    }
+
+    /// An assistant `text` block: held when it is the main thread's, else emitted.
+    fn on_text(&mut self, text: &str, agent: &Option<String>, msg_id: Option<&str>, out: &mut Vec<ParsedEvent>) {
+        if text.is_empty() {
+            return;
+        }
+        let body = EventBody::Text {
+            text: text.to_string(),
+            is_final: false,
+        };
+        if agent.is_none() {
+            self.main_text.push(text.to_string());
+            self.pending
+                .get_or_insert_with(|| PendingMessage {
+                    id: msg_id.map(str::to_string),
+                    events: Vec::new(),
+                })
+                .events
+                .push(body);
+        } else {
+            out.push(ParsedEvent {
+                agent: agent.clone(),
+                body,
+            });
+        }
+    }
+
+    /// An assistant `thinking` block: queued behind held text of the main thread, else emitted.
+    fn on_thinking(&mut self, text: &str, agent: &Option<String>, out: &mut Vec<ParsedEvent>) {
+        if text.is_empty() {
+            return;
+        }
+        let body = EventBody::Reasoning { text: text.to_string() };
+        match (&mut self.pending, agent.is_none()) {
+            (Some(p), true) => p.events.push(body),
+            _ => out.push(ParsedEvent {
+                agent: agent.clone(),
+                body,
+            }),
+        }
+    }
+
+    /// An assistant `tool_use` block; an `Agent` or `Task` call starts a subagent.
+    fn on_tool_use(&mut self, id: &str, name: &str, input: &Value, agent: &Option<String>, out: &mut Vec<ParsedEvent>) {
+        if agent.is_none() {
+            self.flush(false, out);
+        }
+        out.push(ParsedEvent {
+            agent: agent.clone(),
+            body: EventBody::ToolCall {
+                call_id: id.to_string(),
+                name: name.to_string(),
+                input: summarize_input(input),
+            },
+        });
+        if (name == "Agent" || name == "Task") && !id.is_empty() {
+            let background = input.get("run_in_background").and_then(Value::as_bool).unwrap_or(false);
+            if self.subagents.start(id, &subagent_label(input), out) && background {
+                self.background_subagents.insert(id.to_string());
+            }
+        }
+    }
+
+    /// A user `tool_result` block, with its output already summarized; it ends the subagent
+    /// its call started (unless that one runs in the background).
+    fn on_tool_result(
+        &mut self,
+        id: &str,
+        is_error: bool,
+        output: String,
+        agent: &Option<String>,
+        out: &mut Vec<ParsedEvent>,
+    ) {
+        if self.subagents.is_open(id) && !self.background_subagents.contains(id) {
+            let status = if is_error { "error" } else { "completed" };
+            self.subagents.end(id, status, out);
+        }
+        out.push(ParsedEvent {
+            agent: agent.clone(),
+            body: EventBody::ToolResult {
+                call_id: id.to_string(),
+                status: if is_error {
+                    ToolStatus::Error
+                } else {
+                    ToolStatus::Completed
+                },
+                output,
+            },
+        });
+    }
+
+    /// The typed path of [`parse_line`](Self::parse_line): `assistant`, `user` and
+    /// `stream_event` lines of the usual shape. Anything else is declined (`None`) before any
+    /// state changes, and goes to the `Value` path.
+    fn on_typed(&mut self, line: Line, out: &mut Vec<ParsedEvent>) -> Option<bool> {
+        match line.kind.as_deref() {
+            Some("stream_event") => Some(true),
+            Some("assistant") => self.on_typed_assistant(line, out),
+            Some("user") => self.on_typed_user(line, out),
+            _ => None,
+        }
+    }
+
+    fn on_typed_assistant(&mut self, line: Line, out: &mut Vec<ParsedEvent>) -> Option<bool> {
+        if line.error.is_some() {
+            // A synthetic API error line.
+            return None;
+        }
+        let message = line.message?;
+        let Some(Content::Blocks(blocks)) = message.content else {
+            return None;
+        };
+        let known = |b: &Block| {
+            matches!(
+                b.kind.as_deref(),
+                Some("text" | "thinking" | "redacted_thinking" | "tool_use")
+            )
+        };
+        if !blocks.iter().all(known) {
+            return None;
+        }
+        let agent = typed_parent_id(&line.parent_tool_use_id);
+        let msg_id = message.id.as_deref();
+        self.begin_message(&agent, msg_id, out);
+        for block in blocks {
+            match block.kind.as_deref() {
+                Some("text") => self.on_text(block.text.as_deref().unwrap_or(""), &agent, msg_id, out),
+                Some("thinking") => self.on_thinking(block.thinking.as_deref().unwrap_or(""), &agent, out),
+                Some("tool_use") => {
+                    let input = block.input.unwrap_or(Value::Null);
+                    let id = block.id.as_deref().unwrap_or("");
+                    let name = block.name.as_deref().unwrap_or("");
+                    self.on_tool_use(id, name, &input, &agent, out);
+                }
+                _ => {}
+            }
+        }
+        Some(true)
+    }
+
+    fn on_typed_user(&mut self, line: Line, out: &mut Vec<ParsedEvent>) -> Option<bool> {
+        let agent = typed_parent_id(&line.parent_tool_use_id);
+        let results = match line.message?.content? {
+            // The CLI echoing a prompt.
+            Content::Str => Vec::new(),
+            Content::Blocks(blocks) => {
+                let mut results = Vec::new();
+                for block in blocks {
+                    match block.kind.as_deref() {
+                        Some("tool_result") => {
+                            let output = summarize_typed_output(block.content.as_ref())?;
+                            let id = block.tool_use_id.unwrap_or_default();
+                            results.push((id, block.is_error.unwrap_or(false), output));
+                        }
+                        Some("text" | "image") => {}
+                        _ => return None,
+                    }
+                }
+                results
+            }
+            Content::Other => return None,
+        };
+        if agent.is_none() {
+            self.flush(false, out);
+        }
+        for (id, is_error, output) in results {
+            self.on_tool_result(&id, is_error, output, &agent, out);
+        }
+        Some(true)
     }
 
     /// The CLI's synthetic `assistant` line for an API error: the run's one `error` event.
@@ -395,24 +529,10 @@ impl ClaudeParser {
         for block in blocks {
             match str_of(block, "type") {
                 Some("tool_result") => {
-                    let id = str_of(block, "tool_use_id").unwrap_or("").to_string();
+                    let id = str_of(block, "tool_use_id").unwrap_or("");
                     let is_error = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                    if self.subagents.is_open(&id) && !self.background_subagents.contains(&id) {
-                        let status = if is_error { "error" } else { "completed" };
-                        self.subagents.end(&id, status, out);
-                    }
-                    out.push(ParsedEvent {
-                        agent: agent.clone(),
-                        body: EventBody::ToolResult {
-                            call_id: id,
-                            status: if is_error {
-                                ToolStatus::Error
-                            } else {
-                                ToolStatus::Completed
-                            },
-                            output: summarize_output(block.get("content")),
-                        },
-                    });
+                    let output = summarize_output(block.get("content"));
+                    self.on_tool_result(id, is_error, output, &agent, out);
                 }
                 Some("text") | Some("image") => {}
                 _ => recognized = false,
@@ -855,6 +975,212 @@ pub fn answer_questions(request_id: &str, input: &Value, answers: &[(String, Str
         obj.insert("answers".into(), Value::Object(map));
     }
     allow(request_id, updated)
+}
+
+// The typed view of the lines that the typed path handles. Every struct takes only the fields
+// it names and skips the rest with `Skip`; see `parse_typed_line` for why that keeps the
+// behaviour of the `Value` path.
+
+/// Implements `Deserialize` for a struct of `Option` fields, read from a JSON object: each
+/// named key is read into its field (the last duplicate wins), every other key is skipped.
+macro_rules! typed_object {
+    ($ty:ident, $expecting:literal, { $($key:literal => $field:ident),* $(,)? }) => {
+        impl<'de> Deserialize<'de> for $ty<'de> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = $ty<'de>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str($expecting)
+                    }
+                    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<$ty<'de>, A::Error> {
+                        let mut this = $ty::default();
+                        each_field(map, |key, map| {
+                            match key {
+                                $($key => this.$field = map.next_value()?,)*
+                                _ => return Ok(false),
+                            }
+                            Ok(true)
+                        })?;
+                        Ok(this)
+                    }
+                }
+                d.deserialize_map(V)
+            }
+        }
+    };
+}
+
+/// `Deserialize` for an enum read with `deserialize_any`, as a `Value` is: `$str` for a
+/// string, `$seq` for a list, `$map` for an object, and `Other` for anything else.
+macro_rules! typed_any {
+    ($ty:ident, $expecting:literal, str: |$s:ident| $str:expr, seq: |$q:ident| $seq:expr, map: |$m:ident| $map:expr) => {
+        impl<'de> Deserialize<'de> for $ty<'de> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = $ty<'de>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str($expecting)
+                    }
+                    fn visit_bool<E>(self, _: bool) -> Result<$ty<'de>, E> {
+                        Ok($ty::Other)
+                    }
+                    fn visit_i64<E>(self, _: i64) -> Result<$ty<'de>, E> {
+                        Ok($ty::Other)
+                    }
+                    fn visit_u64<E>(self, _: u64) -> Result<$ty<'de>, E> {
+                        Ok($ty::Other)
+                    }
+                    fn visit_f64<E>(self, _: f64) -> Result<$ty<'de>, E> {
+                        Ok($ty::Other)
+                    }
+                    fn visit_unit<E>(self) -> Result<$ty<'de>, E> {
+                        Ok($ty::Other)
+                    }
+                    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<$ty<'de>, E> {
+                        let $s = Str(Cow::Borrowed(s));
+                        Ok($str)
+                    }
+                    fn visit_str<E>(self, s: &str) -> Result<$ty<'de>, E> {
+                        let $s = Str(Cow::Owned(s.to_owned()));
+                        Ok($str)
+                    }
+                    fn visit_seq<A: SeqAccess<'de>>(self, $q: A) -> Result<$ty<'de>, A::Error> {
+                        $seq
+                    }
+                    fn visit_map<A: MapAccess<'de>>(self, $m: A) -> Result<$ty<'de>, A::Error> {
+                        $map
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+
+/// One stdout line, as far as the typed path reads it.
+#[derive(Default)]
+struct Line<'a> {
+    kind: Option<Str<'a>>,
+    message: Option<Message<'a>>,
+    parent_tool_use_id: Option<Str<'a>>,
+    /// Present (not null) on the synthetic API error line.
+    error: Option<Skip>,
+}
+typed_object!(Line, "a stream-json line", {
+    "type" => kind,
+    "message" => message,
+    "parent_tool_use_id" => parent_tool_use_id,
+    "error" => error,
+});
+
+#[derive(Default)]
+struct Message<'a> {
+    id: Option<Str<'a>>,
+    content: Option<Content<'a>>,
+}
+typed_object!(Message, "a message", { "id" => id, "content" => content });
+
+/// `message.content`: a list of blocks, or a string (a user line echoing a prompt).
+enum Content<'a> {
+    Str,
+    Blocks(Vec<Block<'a>>),
+    Other,
+}
+typed_any!(Content, "message content",
+    str: |_s| Content::Str,
+    seq: |seq| Vec::deserialize(SeqAccessDeserializer::new(seq)).map(Content::Blocks),
+    map: |map| Skip::deserialize(MapAccessDeserializer::new(map)).map(|_| Content::Other));
+
+/// A content block of an assistant or user line (the fields of every block type it handles).
+#[derive(Default)]
+struct Block<'a> {
+    kind: Option<Str<'a>>,
+    text: Option<Str<'a>>,
+    thinking: Option<Str<'a>>,
+    id: Option<Str<'a>>,
+    name: Option<Str<'a>>,
+    /// A tool's input: small, and summarized from a `Value` as on the `Value` path.
+    input: Option<Value>,
+    tool_use_id: Option<Str<'a>>,
+    is_error: Option<bool>,
+    content: Option<OutContent<'a>>,
+}
+typed_object!(Block, "a content block", {
+    "type" => kind,
+    "text" => text,
+    "thinking" => thinking,
+    "id" => id,
+    "name" => name,
+    "input" => input,
+    "tool_use_id" => tool_use_id,
+    "is_error" => is_error,
+    "content" => content,
+});
+
+/// A tool_result's `content`: a string, a list of blocks, or something else.
+enum OutContent<'a> {
+    Str(Str<'a>),
+    Blocks(Vec<OutBlock<'a>>),
+    Other,
+}
+typed_any!(OutContent, "tool result content",
+    str: |s| OutContent::Str(s),
+    seq: |seq| Vec::deserialize(SeqAccessDeserializer::new(seq)).map(OutContent::Blocks),
+    map: |map| Skip::deserialize(MapAccessDeserializer::new(map)).map(|_| OutContent::Other));
+
+/// A block of a tool_result's `content`: an object (its `type` and `text`), or something else.
+enum OutBlock<'a> {
+    Fields(OutFields<'a>),
+    Other,
+}
+typed_any!(OutBlock, "a tool result block",
+    str: |_s| OutBlock::Other,
+    seq: |seq| Skip::deserialize(SeqAccessDeserializer::new(seq)).map(|_| OutBlock::Other),
+    map: |map| OutFields::deserialize(MapAccessDeserializer::new(map)).map(OutBlock::Fields));
+
+#[derive(Default)]
+struct OutFields<'a> {
+    kind: Option<Str<'a>>,
+    text: Option<Str<'a>>,
+}
+typed_object!(OutFields, "a block", { "type" => kind, "text" => text });
+
+fn typed_parent_id(id: &Option<Str>) -> Option<String> {
+    id.as_deref().filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// [`summarize_output`] of typed content; `None` when it would need the `Value` (content
+/// that is neither a string nor a list of text and image blocks).
+fn summarize_typed_output(content: Option<&OutContent>) -> Option<String> {
+    match content {
+        None => Some(String::new()),
+        Some(OutContent::Str(s)) => Some(truncate_chars(s, OUTPUT_SUMMARY_MAX)),
+        Some(OutContent::Blocks(blocks)) => {
+            let mut parts: Vec<String> = Vec::new();
+            let mut len = 0;
+            for block in blocks {
+                if len > OUTPUT_SUMMARY_MAX {
+                    break;
+                }
+                let part = match block {
+                    OutBlock::Fields(OutFields { text: Some(text), .. }) => {
+                        truncate_chars(text, OUTPUT_SUMMARY_MAX + 1)
+                    }
+                    OutBlock::Fields(OutFields {
+                        kind: Some(kind),
+                        text: None,
+                    }) if &**kind == "image" => "[image]".to_string(),
+                    _ => return None,
+                };
+                len += part.chars().count() + 1;
+                parts.push(part);
+            }
+            Some(truncate_chars(&parts.join("\n"), OUTPUT_SUMMARY_MAX))
+        }
+        Some(OutContent::Other) => None,
+    }
 }
 
 #[cfg(test)]
@@ -1355,6 +1681,92 @@ mod tests {
         assert!(p.parse_line("").is_empty());
         assert!(p.parse_line("  \r\n").is_empty());
         assert!(p.finish().is_empty());
+    }
+
+    /// Everything a parser exposes, for comparing two of them.
+    fn state(p: &mut ClaudeParser) -> String {
+        let requests = p.take_control_requests();
+        let responses = p.take_control_responses();
+        let tail = p.finish();
+        format!(
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{requests:?}|{responses:?}|{tail:?}",
+            p.session_id(),
+            p.saw_result(),
+            p.is_error(),
+            p.final_text(),
+            p.all_text(),
+            p.error_message(),
+        )
+    }
+
+    #[test]
+    fn typed_path_matches_value_path() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let odd = [
+            r#"{"type":"system","subtype":"init","session_id":"s","tools":[]}"#.to_string(),
+            // Values that `IgnoredAny` would accept and `Value` rejects, in skipped fields.
+            r#"{"type":"assistant","x":"\ud800","message":{"id":"m1","content":[{"type":"text","text":"a"}]},"parent_tool_use_id":null}"#.into(),
+            r#"{"type":"assistant","message":{"id":"m1","usage":{"n":1e400},"content":[{"type":"text","text":"b"}]}}"#.into(),
+            format!(r#"{{"type":"assistant","x":{deep},"message":{{"id":"m1","content":[{{"type":"text","text":"c"}}]}}}}"#),
+            format!(r#"{{"type":"stream_event","event":{deep}}}"#),
+            r#"{"type":"stream_event","event":{"delta":{"text":"\udc00"}}}"#.into(),
+            r#"{"type":"stream_event","event":{"n":-1e999}}"#.into(),
+            r#"{"type":"stream_event"} trailing"#.into(),
+            r#"{"type":"stream_event","uuid":"u","event":{"a":[1,2.5,true,null,"\u00e9"]}}"#.into(),
+            // Duplicate and escaped keys, escaped text.
+            r#"{"type":"user","type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"d\n\u00e9\"q\""}]}}"#.into(),
+            r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"e"}]},"message":null}"#.into(),
+            r#"{"typ\u0065":"assistant","message":{"i\u0064":"m2","content":[{"type":"text","text":"f","text":"g"}]}}"#.into(),
+            // Shapes the typed path declines or rejects.
+            r#"{"type":"assistant","message":{"id":"m3","content":[{"type":"text","text":5}]}}"#.into(),
+            r#"{"type":"assistant","message":{"id":"m3","content":[{"type":"text","text":"h"},{"type":"server_tool_use","id":"x"}]}}"#.into(),
+            r#"{"type":"assistant","message":{"id":7,"content":[{"type":"text","text":"i"}]}}"#.into(),
+            r#"{"type":"assistant","message":{"content":{"type":"text"}}}"#.into(),
+            r#"{"type":"assistant","message":"m"}"#.into(),
+            r#"{"type":"assistant","error":null,"message":{"id":"m4","content":[{"type":"thinking","thinking":"t"},{"type":"redacted_thinking","data":"x"},{"type":"text","text":"j"}]}}"#.into(),
+            r#"{"type":"assistant","error":"rate_limit","message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 429 slow down"}]}}"#.into(),
+            r#"{"type":"assistant","parent_tool_use_id":"","message":{"id":"m5","content":[{"type":"tool_use","id":"t1","name":"Task","input":{"description":"d","run_in_background":true}}]}}"#.into(),
+            r#"{"type":"assistant","parent_tool_use_id":"t1","message":{"id":"m6","content":[{"type":"text","text":"sub"},{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"/x"}},{"type":"tool_use","id":"t3"}]}}"#.into(),
+            r#"{"type":"user","parent_tool_use_id":"t1","message":{"content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"one"},{"type":"image","source":{}}]}]}}"#.into(),
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"other"}]}]}}"#.into(),
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":["s"]}]}}"#.into(),
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":{"k":1}}]}}"#.into(),
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":7,"is_error":true}]}}"#.into(),
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":"yes"}]}}"#.into(),
+            r#"{"type":"user","message":{"content":[{"type":"text","text":"echo"},{"type":"image"},{"type":"tool_result","tool_use_id":"t1","content":null}]}}"#.into(),
+            r#"{"type":"user","message":{"content":"a prompt"}}"#.into(),
+            r#"{"type":"user","message":{"content":5}}"#.into(),
+            r#"{"type":"user","message":{"content":[{"type":"mystery"}]}}"#.into(),
+            r#"{"type":"user"}"#.into(),
+            r#"[{"type":"assistant"}]"#.into(),
+            r#""assistant""#.into(),
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"done","usage":{}}"#.into(),
+        ];
+        let mut inputs: Vec<String> = ALL.iter().map(|name| fixture(name).to_string()).collect();
+        inputs.push(odd.join("\n"));
+        for text in &inputs {
+            let (mut typed, mut plain) = (ClaudeParser::new(), ClaudeParser::new());
+            for line in text.lines() {
+                assert_eq!(typed.parse_line(line), plain.parse_value_line(line), "{line}");
+            }
+            assert_eq!(state(&mut typed), state(&mut plain));
+        }
+    }
+
+    #[test]
+    fn common_lines_take_the_typed_path() {
+        let mut p = ClaudeParser::new();
+        let mut typed = 0;
+        for line in fixture("b_bash").lines().chain(fixture("c_subagent").lines()) {
+            if line.contains(r#""type":"assistant""#) || line.contains(r#""type":"user""#) {
+                assert!(
+                    parse_typed_line(line, |l: Line, out| p.on_typed(l, out)).is_some(),
+                    "{line}"
+                );
+                typed += 1;
+            }
+        }
+        assert!(typed > 5);
     }
 
     #[test]

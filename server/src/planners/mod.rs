@@ -18,10 +18,12 @@ pub mod plan;
 pub mod prompt;
 pub mod script;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use planwire_protocol::{ErrorKind, EventBody, SubagentPhase};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::config::Config;
@@ -436,6 +438,139 @@ pub(crate) fn parse_json_line(
 
 pub(crate) fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
+}
+
+/// The typed fast path in front of [`parse_json_line`], for the common lines of a stream. The
+/// line is deserialized into `T`, borrowed from the line, with no `Value` tree. `on_typed`
+/// either handles it, returning `Some(recognized)` as `parse_json_line`'s `on_value` would,
+/// or declines with `None` **before it changes any state or emits anything**. This function
+/// returns `None` when `on_typed` declined or `T` did not deserialize, and the caller then
+/// takes the `Value` path. A line therefore gives the same events on either path, provided
+/// that `T` accepts only lines that `from_str::<Value>` accepts: `T` skips the fields it
+/// does not name with [`Skip`], never with serde's laxer `IgnoredAny`, and keeps the last of
+/// duplicate keys as `Value` does (see [`each_field`]).
+pub(crate) fn parse_typed_line<'a, T: Deserialize<'a>>(
+    line: &'a str,
+    on_typed: impl FnOnce(T, &mut Vec<ParsedEvent>) -> Option<bool>,
+) -> Option<Vec<ParsedEvent>> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    if line.trim().is_empty() {
+        return Some(Vec::new());
+    }
+    let typed = serde_json::from_str::<T>(line).ok()?;
+    let mut out = Vec::new();
+    let recognized = on_typed(typed, &mut out);
+    debug_assert!(recognized.is_some() || out.is_empty(), "a declined line emitted events");
+    if !recognized? {
+        out.push(raw_event(line));
+    }
+    Some(out)
+}
+
+/// Any JSON value, skipped. It is checked exactly as `serde_json::from_str::<Value>` checks
+/// it: through `deserialize_any`, so string escapes (lone surrogates), number range (`1e400`)
+/// and nesting depth are validated, but nothing is allocated. Serde's `IgnoredAny` (what a
+/// derived struct uses for unnamed fields) accepts all three.
+pub(crate) struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_none<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Skip, D::Error> {
+        Skip::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_key::<Skip>()?.is_some() {
+            map.next_value::<Skip>()?;
+        }
+        Ok(Skip)
+    }
+}
+
+/// A JSON string, borrowed from the line unless it has escapes. (Serde's own `Cow<str>`
+/// always copies outside a derive's `#[serde(borrow)]`.)
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Str<'a>(pub Cow<'a, str>);
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Str<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Walks a JSON object's fields for a hand-written typed struct: `field(key, map)` reads the
+/// value of a key it names (`map.next_value()`) and returns true; every other value is read
+/// as [`Skip`]. A struct assigns each value it reads, so the last of duplicate keys wins, as
+/// in a `Value`.
+pub(crate) fn each_field<'de, A: MapAccess<'de>>(
+    mut map: A,
+    mut field: impl FnMut(&str, &mut A) -> Result<bool, A::Error>,
+) -> Result<(), A::Error> {
+    while let Some(key) = map.next_key::<Str<'de>>()? {
+        if !field(&key, &mut map)? {
+            map.next_value::<Skip>()?;
+        }
+    }
+    Ok(())
 }
 
 /// Emits held main-agent events in order. Their text is final when `is_final`, and is then
