@@ -18,7 +18,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::util::{group_members, proc_stat, same_process_alive};
+use crate::util::{group_members, proc_stat};
 
 /// Longest stdout line kept whole; a longer one arrives truncated.
 pub const MAX_LINE: usize = 8 * 1024 * 1024;
@@ -261,6 +261,26 @@ async fn wait_group_empty(pgid: i32, not_before: u64) {
     }
 }
 
+/// Stops a recorded group this process did not spawn (another sidecar's run): SIGTERM to
+/// each of its members, `grace` for them to go, then SIGKILL. A recycled pid is left alone.
+pub async fn stop_recorded_group(pgid: i32, leader_start: u64, grace: Duration) {
+    if proc_stat(pgid).is_some_and(|s| s.start_time != leader_start) {
+        return; // the pid was recycled: not ours
+    }
+    for pid in group_members(pgid, leader_start) {
+        // SAFETY: plain syscall on a pid we just identified.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+    if tokio::time::timeout(grace, wait_group_empty(pgid, leader_start))
+        .await
+        .is_err()
+    {
+        kill_leftover_group(pgid, leader_start);
+    }
+}
+
 /// Kills a group left by a dead sidecar, but only if it still is that group: the leader is
 /// gone or is the recorded process, and each member started no earlier than the leader did.
 pub fn kill_leftover_group(pgid: i32, leader_start: u64) -> usize {
@@ -277,11 +297,6 @@ pub fn kill_leftover_group(pgid: i32, leader_start: u64) -> usize {
         }
     }
     members.len()
-}
-
-/// True while the recorded leader still runs.
-pub fn leader_alive(pid: i32, start: u64) -> bool {
-    same_process_alive(pid, start)
 }
 
 #[cfg(test)]

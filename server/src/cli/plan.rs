@@ -22,8 +22,8 @@ use tokio::signal::unix::{signal, SignalKind};
 use super::client::Client;
 use super::output::{paint, Screen, Style};
 use super::{fail, PlanArgs};
+use crate::planners::plan::plan_markdown;
 use crate::planners::plan::strip_plan_block;
-use crate::runner::plan_markdown;
 
 /// Longest tool input shown on a tool line.
 const TOOL_INPUT_MAX: usize = 120;

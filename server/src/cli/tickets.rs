@@ -5,7 +5,7 @@ use planwire_protocol::{GetTicket, ListTickets, ListTicketsParams, Run, Ticket, 
 use super::client::Client;
 use super::output::print_lines;
 use super::{fail, ShowArgs, TicketsArgs};
-use crate::runner::plan_markdown;
+use crate::planners::plan::plan_markdown;
 
 pub async fn list(args: TicketsArgs) -> i32 {
     let root = match &args.root {

@@ -13,7 +13,7 @@ use super::{invalid_params, HandlerResult};
 use crate::runner::store_error;
 use crate::session::Session;
 use crate::store::{runs, tickets};
-use crate::util::{group_members, same_process_alive};
+use crate::supervisor;
 
 pub async fn handle(s: Arc<Session>, p: StopParams) -> HandlerResult<StopResult> {
     let own = match (p.ticket_id, p.run_id) {
@@ -50,7 +50,7 @@ pub async fn handle(s: Arc<Session>, p: StopParams) -> HandlerResult<StopResult>
     let Some((run_id, (Some(pgid), Some(start)))) = active else {
         return Ok(StopResult { stopped: false });
     };
-    stop_foreign_group(pgid, start, s.config.stop_grace).await;
+    supervisor::stop_recorded_group(pgid, start, s.config.stop_grace).await;
     wait_recorded(&s, run_id).await?;
     Ok(StopResult { stopped: true })
 }
@@ -65,19 +65,4 @@ async fn wait_recorded(s: &Session, run_id: RunId) -> HandlerResult<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Ok(())
-}
-
-async fn stop_foreign_group(pgid: i32, start: u64, grace: Duration) {
-    if !same_process_alive(pgid, start) && group_members(pgid, start).is_empty() {
-        return;
-    }
-    // SAFETY: plain syscalls on a group identified by its leader's pid and start time.
-    unsafe { libc::kill(-pgid, libc::SIGTERM) };
-    let deadline = tokio::time::Instant::now() + grace;
-    while tokio::time::Instant::now() < deadline && !group_members(pgid, start).is_empty() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    if !group_members(pgid, start).is_empty() {
-        crate::supervisor::kill_leftover_group(pgid, start);
-    }
 }

@@ -69,6 +69,24 @@ pub fn strip_plan_block(text: &str) -> String {
     cleaned.trim_end().to_string()
 }
 
+/// Renders a plan as the markdown document a person reads.
+pub fn plan_markdown(plan: &Plan) -> String {
+    let mut out = format!("# {}\n\n{}\n", plan.title, plan.description.trim());
+    for (heading, items) in [
+        ("Acceptance criteria", &plan.acceptance_criteria),
+        ("Open questions", &plan.open_questions),
+        ("Dependencies", &plan.dependencies),
+    ] {
+        if !items.is_empty() {
+            out.push_str(&format!("\n## {heading}\n\n"));
+            for item in items {
+                out.push_str(&format!("- {item}\n"));
+            }
+        }
+    }
+    out
+}
+
 /// The inner text of every tagged block, in order. An unclosed final tag runs to the end.
 fn tagged_blocks(text: &str) -> Vec<&str> {
     blocks_between(text, OPEN, CLOSE)

@@ -19,7 +19,6 @@ mod research;
 
 pub(crate) use breakdown::start_breakdown;
 pub(crate) use live::answer_pairs;
-pub use outcome::plan_markdown;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -8,7 +8,7 @@ use planwire_protocol::{
     TranscriptEvent,
 };
 
-use crate::planners::plan::{extract_plan, strip_plan_block};
+use crate::planners::plan::{extract_plan, plan_markdown, strip_plan_block};
 use crate::planners::LineParser;
 use crate::session::Session;
 use crate::store::{questions, runs, tickets, transcript};
@@ -157,24 +157,6 @@ pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::End
     };
     ending.stderr_tail = (!f.stderr.is_empty()).then(|| f.stderr.to_owned());
     (ending, settle)
-}
-
-/// Renders a plan as the markdown document a person reads.
-pub fn plan_markdown(plan: &Plan) -> String {
-    let mut out = format!("# {}\n\n{}\n", plan.title, plan.description.trim());
-    for (heading, items) in [
-        ("Acceptance criteria", &plan.acceptance_criteria),
-        ("Open questions", &plan.open_questions),
-        ("Dependencies", &plan.dependencies),
-    ] {
-        if !items.is_empty() {
-            out.push_str(&format!("\n## {heading}\n\n"));
-            for item in items {
-                out.push_str(&format!("- {item}\n"));
-            }
-        }
-    }
-    out
 }
 
 /// One question record (source `plan`) with an item per open question of the plan.

@@ -130,7 +130,13 @@ pub fn create_planned(conn: &Connection, t: &NewTicket, plan: &Plan, initiative:
         "UPDATE tickets SET status = 'planned', initiative_run_id = ?2 WHERE id = ?1",
         params![id, initiative],
     )?;
-    add_message(conn, id, Some(initiative), "plan", &crate::runner::plan_markdown(plan))?;
+    add_message(
+        conn,
+        id,
+        Some(initiative),
+        "plan",
+        &crate::planners::plan::plan_markdown(plan),
+    )?;
     Ok(id)
 }
 

@@ -27,7 +27,8 @@ pub fn append(conn: &Connection, run: RunId, events: &[TranscriptEvent]) -> Resu
     Ok(payloads)
 }
 
-/// Like [`page`], but the stored JSON of each event, unparsed; with the last seq of the page.
+/// Events with `seq > after`, at most `limit`, as the JSON the store holds (unparsed); with
+/// the last seq of the page and the run's highest seq.
 pub fn page_raw(conn: &Connection, run: RunId, after: u64, limit: u32) -> Result<(Vec<String>, Option<u64>, u64)> {
     let mut stmt = conn
         .prepare_cached("SELECT seq, payload FROM transcript WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")?;
@@ -42,18 +43,6 @@ pub fn page_raw(conn: &Connection, run: RunId, after: u64, limit: u32) -> Result
     }
     let last: u64 = conn.query_row("SELECT last_seq FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
     Ok((payloads, page_end, last))
-}
-
-/// Events with `seq > after`, at most `limit`, and the run's highest seq.
-pub fn page(conn: &Connection, run: RunId, after: u64, limit: u32) -> Result<(Vec<TranscriptEvent>, u64)> {
-    let mut stmt =
-        conn.prepare_cached("SELECT payload FROM transcript WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")?;
-    let events = stmt
-        .query_map(params![run, after, limit], |r| r.get::<_, String>(0))?
-        .filter_map(|p| p.ok().and_then(|p| serde_json::from_str(&p).ok()))
-        .collect();
-    let last: u64 = conn.query_row("SELECT last_seq FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
-    Ok((events, last))
 }
 
 pub fn start_agent_run(

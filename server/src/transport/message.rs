@@ -107,10 +107,6 @@ pub fn request(id: &RequestId, method: &str, params: &Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
 }
 
-pub fn notification(method: &str, params: &Value) -> Value {
-    json!({ "jsonrpc": "2.0", "method": method, "params": params })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
