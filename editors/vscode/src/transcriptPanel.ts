@@ -3,24 +3,34 @@
 // on reload and after a reconnect; live planwire/transcript notifications are applied on top.
 // The reducer drops seqs it already has and holds back seqs past a gap, so nothing is missed
 // or doubled whatever order fetches and notifications arrive in.
+// Rendering is incremental (pure/page.ts): the webview gets the whole page once when it loads,
+// then, at most every FLUSH_MS, only the rows and parts that changed.
 
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import type { Planwire } from './client';
 import { errorMessage } from './client';
-import { applyEvents, newRunTranscript, type RunTranscript } from './pure/transcript';
-import { renderBreakdown, renderTicket, statusWord } from './pure/render';
+import { applyDelta, applyEvents, newRunTranscript, questionChanged, type RunTranscript } from './pure/transcript';
+import { breakdownPage, statusWord, ticketPage, type PageSpec } from './pure/render';
+import { PageModel, type ToWebview } from './pure/page';
 import { initiativeTitle } from './pure/initiative';
-import type { GetRunResult, GetTicketResult, GetTranscriptResult, Question, Run, Ticket, TranscriptEvent } from './pure/types';
+import type { DeltaParams, GetRunResult, GetTicketResult, GetTranscriptResult, Question, Run, Ticket, TranscriptEvent } from './pure/types';
 import { testLog } from './testlog';
 
 export const VIEW_TYPE = 'planwire.transcript';
 const PAGE = 2000;
+/** Updates are coalesced for this long: a burst of events becomes one patch. */
+const FLUSH_MS = 50;
+
+/** The folders a transcript webview may load from: its stylesheet and icon, and its script. */
+function resourceRoots(extensionUri: vscode.Uri): vscode.Uri[] {
+  return [vscode.Uri.joinPath(extensionUri, 'media'), vscode.Uri.joinPath(extensionUri, 'dist')];
+}
 
 /** What a panel shows: one ticket's runs, or one breakdown run. */
 type PanelKey = { ticketId: number } | { runId: number };
 
-/** A transcript webview: the shell page, catch-up of run transcripts, coalesced rendering. */
+/** A transcript webview: the shell page, catch-up of run transcripts, incremental rendering. */
 abstract class RunsPanel implements vscode.Disposable {
   /** Oldest first. */
   runs: Run[] = [];
@@ -28,7 +38,11 @@ abstract class RunsPanel implements vscode.Disposable {
   private readonly fetching = new Map<number, Promise<void>>();
   private readonly again = new Set<number>();
   private renderTimer: NodeJS.Timeout | undefined;
-  private clock: NodeJS.Timeout | undefined;
+  private readonly page = new PageModel();
+  /** Numbers the pages drawn: the webview ignores patches of an older one. */
+  private gen = 0;
+  /** The webview's script has started (it says `ready`); until then nothing is posted. */
+  private ready = false;
   protected disposed = false;
   protected readonly subs: vscode.Disposable[] = [];
 
@@ -39,13 +53,18 @@ abstract class RunsPanel implements vscode.Disposable {
     private readonly extensionUri: vscode.Uri,
     private readonly onDispose: () => void,
   ) {
-    panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'media')] };
+    panel.webview.options = { enableScripts: true, localResourceRoots: resourceRoots(extensionUri) };
     panel.iconPath = vscode.Uri.joinPath(extensionUri, 'media', 'planwire.svg');
     panel.webview.html = this.shell();
     this.subs.push(
       panel.onDidDispose(() => this.dispose()),
       panel.webview.onDidReceiveMessage((m: { type: string; cmd?: string; questionId?: number; ticketId?: number }) => {
-        if (m.type === 'ready') this.render(true);
+        if (m.type === 'ready') {
+          // A new page (first open, or reloaded after being hidden): draw it whole.
+          this.ready = true;
+          this.page.invalidate();
+          this.render(true);
+        }
         if (m.type === 'command' && m.cmd) this.command(m.cmd, m);
       }),
     );
@@ -54,14 +73,14 @@ abstract class RunsPanel implements vscode.Disposable {
   protected abstract command(cmd: string, m: { questionId?: number; ticketId?: number }): void;
   /** Reloads what the page shows and catches every run up. */
   protected abstract load(): Promise<void>;
-  /** The page body, or undefined before anything is loaded. */
-  protected abstract html(): { html: string; status: string } | undefined;
+  /** What the page shows, or undefined before anything is loaded. */
+  protected abstract view(): PageSpec | undefined;
 
   private shell(): string {
     const nonce = crypto.randomBytes(16).toString('base64');
     const webview = this.panel.webview;
     const css = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'transcript.css'));
-    const js = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'transcript.js'));
+    const js = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview.js'));
     const csp = [
       "default-src 'none'",
       `style-src ${webview.cspSource}`,
@@ -130,6 +149,7 @@ abstract class RunsPanel implements vscode.Disposable {
         const t = this.transcript(runId);
         for (let guard = 0; guard < 10_000 && !this.disposed; guard++) {
           const before = t.lastSeq;
+          t.syncing = true;
           const res = await this.planwire.request<GetTranscriptResult>('planwire/getTranscript', { runId, afterSeq: t.lastSeq, limit: PAGE });
           const r = applyEvents(t, res.events ?? []);
           if (r.applied) this.render();
@@ -141,7 +161,10 @@ abstract class RunsPanel implements vscode.Disposable {
       .catch((e) => {
         testLog({ event: 'catchUpFailed', runId, message: errorMessage(e) });
       })
-      .finally(() => this.fetching.delete(runId));
+      .finally(() => {
+        this.fetching.delete(runId);
+        this.transcript(runId).syncing = false;
+      });
     this.fetching.set(runId, p);
     return p;
   }
@@ -159,6 +182,17 @@ abstract class RunsPanel implements vscode.Disposable {
     if (r.applied) this.render();
   }
 
+  /** A piece of text or reasoning still being written (a future planwire/delta). */
+  onDelta(d: DeltaParams): void {
+    if (!this.runs.some((r) => r.id === d.runId)) return;
+    if (applyDelta(this.transcript(d.runId), d)) this.render();
+  }
+
+  /** A question changed (answered, stale): its rows in the transcript change with it. */
+  protected questionRowsChanged(questionId: number): void {
+    for (const t of this.transcripts.values()) questionChanged(t, questionId);
+  }
+
   onRun(run: Run): void {
     const i = this.runs.findIndex((r) => r.id === run.id);
     if (i >= 0) this.runs[i] = run;
@@ -172,39 +206,43 @@ abstract class RunsPanel implements vscode.Disposable {
     this.render();
   }
 
-  /** Re-renders soon (coalescing bursts of events), or now. */
+  /** Updates the page soon (coalescing bursts of events), or now. */
   render(now = false): void {
     if (this.disposed) return;
     if (now) {
       if (this.renderTimer) clearTimeout(this.renderTimer);
       this.renderTimer = undefined;
-      this.post();
+      this.flush();
       return;
     }
     this.renderTimer ??= setTimeout(() => {
       this.renderTimer = undefined;
-      this.post();
-    }, 60);
+      this.flush();
+    }, FLUSH_MS);
   }
 
-  private post(): void {
-    if (this.disposed) return;
-    const page = this.html();
-    if (!page) return;
-    void this.panel.webview.postMessage({ type: 'render', html: page.html, ...this.key, status: page.status });
-    const live = this.runs.some((r) => r.status === 'running' || r.status === 'queued');
-    if (live && !this.clock) this.clock = setInterval(() => this.render(), 1000);
-    if (!live && this.clock) {
-      clearInterval(this.clock);
-      this.clock = undefined;
+  /** Sends what changed since the last flush; the whole page when the webview has none yet. */
+  private flush(): void {
+    if (this.disposed || !this.ready) return;
+    const view = this.view();
+    if (!view) return;
+    const ops = this.page.patch(view);
+    if (!ops) {
+      this.gen++;
+      this.post({ type: 'reset', gen: this.gen, html: this.page.reset(view), status: view.status });
+      return;
     }
+    if (ops.length) this.post({ type: 'patch', gen: this.gen, ops, status: view.status });
+  }
+
+  protected post(m: ToWebview): void {
+    void this.panel.webview.postMessage(m);
   }
 
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
     if (this.renderTimer) clearTimeout(this.renderTimer);
-    if (this.clock) clearInterval(this.clock);
     for (const s of this.subs) s.dispose();
     this.panel.dispose();
     this.onDispose();
@@ -235,13 +273,13 @@ class TicketPanel extends RunsPanel {
       const res = await this.planwire.request<GetTicketResult>('planwire/getTicket', { ticketId: this.ticketId });
       if (this.disposed) return;
       this.ticket = res.ticket;
-      this.questions = res.questions ?? [];
+      this.setQuestions(res.questions ?? []);
       this.runs = [...(res.runs ?? [])].sort((a, b) => a.id - b.id);
       this.panel.title = this.title();
       this.render();
       await Promise.all(this.runs.map((r) => this.catchUp(r.id)));
     } catch (e) {
-      this.panel.webview.postMessage({ type: 'error', message: `Could not load the ticket: ${errorMessage(e)}` });
+      this.post({ type: 'error', message: `Could not load the ticket: ${errorMessage(e)}` });
     }
   }
 
@@ -250,10 +288,9 @@ class TicketPanel extends RunsPanel {
     return t ? `${t.title} · ${statusWord(t.status)}` : `Ticket ${this.ticketId}`;
   }
 
-  protected html(): { html: string; status: string } | undefined {
+  protected view(): PageSpec | undefined {
     if (!this.ticket) return undefined;
-    const html = renderTicket({ ticket: this.ticket, runs: this.runs, transcripts: this.transcripts, questions: this.questions, now: Date.now() });
-    return { html, status: this.ticket.status };
+    return ticketPage({ ticket: this.ticket, runs: this.runs, transcripts: this.transcripts, questions: this.questions, now: Date.now() });
   }
 
   onTicket(ticket: Ticket): void {
@@ -268,7 +305,15 @@ class TicketPanel extends RunsPanel {
     const i = this.questions.findIndex((x) => x.id === q.id);
     if (i >= 0) this.questions[i] = q;
     else this.questions.push(q);
+    this.questionRowsChanged(q.id);
     this.render();
+  }
+
+  /** Takes the questions as the server has them; the rows of those that changed are redrawn. */
+  private setQuestions(questions: Question[]): void {
+    const before = new Map(this.questions.map((q) => [q.id, JSON.stringify(q)]));
+    for (const q of questions) if (before.get(q.id) !== JSON.stringify(q)) this.questionRowsChanged(q.id);
+    this.questions = questions;
   }
 }
 
@@ -308,7 +353,7 @@ class BreakdownPanel extends RunsPanel {
       this.render();
       await this.catchUp(this.runId);
     } catch (e) {
-      this.panel.webview.postMessage({ type: 'error', message: `Could not load the breakdown: ${errorMessage(e)}` });
+      this.post({ type: 'error', message: `Could not load the breakdown: ${errorMessage(e)}` });
     }
   }
 
@@ -318,10 +363,10 @@ class BreakdownPanel extends RunsPanel {
     super.onRun(run);
   }
 
-  protected html(): { html: string; status: string } | undefined {
+  protected view(): PageSpec | undefined {
     if (!this.run) return undefined;
     const description = this.source.description(this.runId);
-    const html = renderBreakdown({
+    return breakdownPage({
       run: this.run,
       description,
       title: initiativeTitle(description, this.runId, 120),
@@ -329,7 +374,6 @@ class BreakdownPanel extends RunsPanel {
       tickets: this.source.tickets(this.runId),
       now: Date.now(),
     });
-    return { html, status: this.run.status };
   }
 }
 
@@ -355,6 +399,10 @@ export class TranscriptPanels implements vscode.Disposable {
         else this.panels.get(r.ticketId)?.onRun(r);
       }),
       planwire.onQuestion.event((p) => this.panels.get(p.ticketId)?.onQuestion(p.question)),
+      planwire.onDelta.event((d) => {
+        if (d.ticketId === null || d.ticketId === undefined) this.runPanels.get(d.runId)?.onDelta(d);
+        else this.panels.get(d.ticketId)?.onDelta(d);
+      }),
       planwire.onReady.event(() => {
         for (const p of this.panels.values()) void p.resync();
         for (const p of this.runPanels.values()) void p.resync();
@@ -411,7 +459,7 @@ export class TranscriptPanels implements vscode.Disposable {
     return vscode.window.createWebviewPanel(VIEW_TYPE, title, { viewColumn: vscode.ViewColumn.Active, preserveFocus }, {
       enableScripts: true,
       enableFindWidget: true,
-      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'media')],
+      localResourceRoots: resourceRoots(this.extensionUri),
     });
   }
 

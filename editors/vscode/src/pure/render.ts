@@ -1,11 +1,20 @@
-// Renders a ticket, its runs' transcripts and its plan to the HTML body of the transcript
-// webview. Pure (no vscode import): markdown-it turns markdown into HTML with raw HTML disabled,
-// and remote images are never loaded (the page's CSP forbids them anyway).
+// Renders the transcript webview's HTML: the page's parts (the header, each run's head, end and
+// footer, the open questions, the plan, a breakdown's tickets) and one row per block. Every part
+// and row carries a stable id (`pw-<key>`), so the page model (page.ts) can send a single row or
+// part when it changes. Rows go into chunks of CHUNK_ROWS (`content-visibility: auto`), which
+// keeps the renderer's cost per row flat however long the transcript gets.
+// Pure (no vscode import): markdown-it turns markdown into HTML with raw HTML disabled, and
+// remote images are never loaded (the page's CSP forbids them anyway).
 
 import MarkdownIt from 'markdown-it';
-import { stripPlanBlock, type Block, type RunTranscript } from './transcript';
+import { runContainer, stripPlanBlock, type Block, type RunTranscript } from './transcript';
 import type { Plan, Question, Run, Ticket } from './types';
 import { answerable, answeredItems } from './questions';
+import { formatCost, formatDuration, formatTokens } from './format';
+import { chunked, containerId, domId } from './layout';
+
+export { formatCost, formatDuration, formatTokens } from './format';
+export { CHUNK_ROWS, containerId, domId } from './layout';
 
 const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
 // Images become links: a transcript never fetches anything.
@@ -41,30 +50,6 @@ export function statusWord(status: string): string {
   return STATUS_WORDS[status] ?? status.replace(/_/g, ' ');
 }
 
-export function formatDuration(ms: number): string {
-  if (!Number.isFinite(ms) || ms < 0) return '';
-  const s = ms / 1000;
-  if (s < 10) return `${s.toFixed(1)} s`;
-  if (s < 60) return `${Math.round(s)} s`;
-  const m = Math.floor(s / 60);
-  const r = Math.round(s - m * 60);
-  if (m < 60) return `${m} min ${r} s`;
-  return `${Math.floor(m / 60)} h ${m % 60} min`;
-}
-
-export function formatTokens(n: number): string {
-  if (n >= 1_000_000) return `${(n / 1_000_000).toFixed(1)}M`;
-  if (n >= 10_000) return `${Math.round(n / 1000)}k`;
-  if (n >= 1000) return `${(n / 1000).toFixed(1)}k`;
-  return String(n);
-}
-
-export function formatCost(usd: number): string {
-  if (!usd) return '$0';
-  if (usd < 0.01) return `$${usd.toFixed(4)}`;
-  return `$${usd.toFixed(2)}`;
-}
-
 function clockTime(iso: string | null | undefined): string {
   if (!iso) return '';
   const d = new Date(iso);
@@ -83,29 +68,55 @@ export interface TicketView {
 
 const TOOL_ICONS: Record<string, string> = { running: '◌', completed: '✓', error: '✗', noresult: '–' };
 
-/** What rendering a run needs (a ticket's page or a breakdown's). */
+/** What rendering a run's rows needs (a ticket's page or a breakdown's). */
 export type RunsView = Pick<TicketView, 'transcripts' | 'questions' | 'now'>;
 
-function renderBlocks(blocks: readonly Block[], view: RunsView, live: boolean): string {
-  return blocks.map((b) => renderBlock(b, view, live)).join('');
+/** What rendering one row needs: the questions (for question rows), and whether its run is live. */
+export interface RowContext { questions: readonly Question[]; live: boolean }
+
+export function isLive(run: Run): boolean {
+  return run.status === 'running' || run.status === 'queued';
 }
 
-function renderBlock(b: Block, view: RunsView, live: boolean): string {
+function renderRows(blocks: readonly Block[], ctx: RowContext): string {
+  return chunked(blocks.map((b) => renderRow(b, ctx, true)));
+}
+
+function attrs(b: Block, cls: string, hidden = false): string {
+  return `class="${cls}" id="${domId(b.key)}" data-key="${b.key}"${hidden ? ' hidden' : ''}`;
+}
+
+/** A subagent's summary line, which changes (running → completed) while its rows stay. */
+export function subagentHead(b: Extract<Block, { type: 'subagent' }>, live: boolean): string {
+  const ended = b.ended || !live;
+  const state = b.ended ? statusWord(b.status ?? 'completed') : live ? 'running' : 'ended';
+  return `<summary id="${domId(b.key)}-head">` +
+    `<span class="agent-icon${ended ? '' : ' spin'}">${ended ? '⤷' : '◌'}</span>` +
+    `<span class="agent-label">${esc(agentLabel(b.label))}</span><span class="agent-status">${esc(state)}</span>` +
+    `</summary>`;
+}
+
+/**
+ * One row. A subagent's row holds its own container: with `children` its rows are rendered in
+ * it (a whole page), without it stays empty and its rows are appended one by one.
+ */
+export function renderRow(b: Block, ctx: RowContext, children: boolean): string {
   switch (b.type) {
     case 'text': {
       const text = stripPlanBlock(b.text);
-      if (!text) return '';
-      return `<div class="text${b.final ? ' final' : ''}" data-key="${b.key}">${markdown(text)}</div>`;
+      const live = b.streaming && ctx.live;
+      return `<div ${attrs(b, `text${b.final ? ' final' : ''}${live ? ' streaming' : ''}`, !text)}>${text ? markdown(text) : ''}</div>`;
     }
-    case 'reasoning':
-      if (!b.text.trim()) return '';
-      return `<details class="reasoning" data-key="${b.key}"><summary>Thinking</summary><div class="md">${markdown(b.text)}</div></details>`;
+    case 'reasoning': {
+      const live = b.streaming && ctx.live;
+      return `<details ${attrs(b, `reasoning${live ? ' streaming' : ''}`, !b.text.trim())}><summary>Thinking</summary><div class="md">${markdown(b.text)}</div></details>`;
+    }
     case 'tool': {
       const out = b.output?.trim();
       const input = toolInputSummary(b.name, b.input);
       // A call still "running" when its run has ended never got a result.
-      const status = b.status === 'running' && !live ? 'noresult' : b.status;
-      return `<details class="tool tool-${status}" data-key="${b.key}"><summary>` +
+      const status = b.status === 'running' && !ctx.live ? 'noresult' : b.status;
+      return `<details ${attrs(b, `tool tool-${status}`)}><summary>` +
         `<span class="tool-icon${status === 'running' ? ' spin' : ''}" title="${status}">${TOOL_ICONS[status] ?? '•'}</span>` +
         `<span class="tool-name">${esc(b.name)}</span>` +
         (input ? `<code class="tool-input">${esc(input)}</code>` : '') +
@@ -114,36 +125,34 @@ function renderBlock(b: Block, view: RunsView, live: boolean): string {
         (out ? `<pre class="tool-output">${esc(out)}</pre>` : `<div class="tool-output empty">${status === 'running' ? 'waiting for output…' : 'no output'}</div>`) +
         `</details>`;
     }
-    case 'subagent': {
-      const ended = b.ended || !live;
-      const state = b.ended ? statusWord(b.status ?? 'completed') : live ? 'running' : 'ended';
-      return `<details class="subagent${ended ? '' : ' live'}" data-key="${b.key}" data-default-open><summary>` +
-        `<span class="agent-icon${ended ? '' : ' spin'}">${ended ? '⤷' : '◌'}</span>` +
-        `<span class="agent-label">${esc(agentLabel(b.label))}</span><span class="agent-status">${esc(state)}</span>` +
-        `</summary><div class="children">${renderBlocks(b.children, view, live) || '<div class="dim">no output yet</div>'}</div></details>`;
-    }
+    case 'subagent':
+      return `<details ${attrs(b, 'subagent')} open>${subagentHead(b, ctx.live)}` +
+        `<div class="children" id="${containerId(b.key)}" data-chunked>${children ? renderRows(b.children, ctx) : ''}</div></details>`;
     case 'error':
-      return `<div class="error" data-key="${b.key}" role="alert"><span class="error-kind">${esc(errorTitle(b.errorKind))}</span> ${esc(b.message)}</div>`;
-    case 'question': {
-      const q = view.questions.find((x) => x.id === b.questionId);
-      const open = q ? q.status === 'open' || q.status === 'stale' : false;
-      const answered = q ? answeredItems(q) : [];
-      const text = q
-        ? q.items.map((item, i) => {
-          const a = answered[i]?.answer;
-          return `<div class="q-text">${esc(item.question)}</div>` + (a ? `<div class="q-answer"><span class="q-answer-label">Answer:</span> ${esc(a)}</div>` : '');
-        }).join('')
-        : `<div class="q-text">Question ${b.questionId}</div>`;
-      const state = !q ? '' : q.status === 'open' ? 'waiting for your answer' : answered.length ? '' : statusWord(q.status);
-      return `<div class="question-ref${answered.length ? ' answered' : ''}" data-key="${b.key}"><span class="q-icon">${answered.length ? '✓' : '?'}</span><div>${text}` +
-        (state || open ? `<div class="q-state">${esc(state)}` +
-          (open ? ` <button class="link" data-cmd="answer" data-question-id="${b.questionId}">Answer…</button>` : '') +
-          `</div>` : '') +
-        `</div></div>`;
-    }
+      return `<div ${attrs(b, 'error')} role="alert"><span class="error-kind">${esc(errorTitle(b.errorKind))}</span> ${esc(b.message)}</div>`;
+    case 'question':
+      return questionRow(b, ctx.questions);
     case 'raw':
-      return `<details class="raw" data-key="${b.key}"><summary>${b.lines.length} unrecognised line${b.lines.length === 1 ? '' : 's'}</summary><pre>${esc(b.lines.join('\n'))}</pre></details>`;
+      return `<details ${attrs(b, 'raw')}><summary>${b.lines.length} unrecognised line${b.lines.length === 1 ? '' : 's'}</summary><pre>${esc(b.lines.join('\n'))}</pre></details>`;
   }
+}
+
+function questionRow(b: Extract<Block, { type: 'question' }>, questions: readonly Question[]): string {
+  const q = questions.find((x) => x.id === b.questionId);
+  const open = q ? q.status === 'open' || q.status === 'stale' : false;
+  const answered = q ? answeredItems(q) : [];
+  const text = q
+    ? q.items.map((item, i) => {
+      const a = answered[i]?.answer;
+      return `<div class="q-text">${esc(item.question)}</div>` + (a ? `<div class="q-answer"><span class="q-answer-label">Answer:</span> ${esc(a)}</div>` : '');
+    }).join('')
+    : `<div class="q-text">Question ${b.questionId}</div>`;
+  const state = !q ? '' : q.status === 'open' ? 'waiting for your answer' : answered.length ? '' : statusWord(q.status);
+  return `<div ${attrs(b, `question-ref${answered.length ? ' answered' : ''}`)}><span class="q-icon">${answered.length ? '✓' : '?'}</span><div>${text}` +
+    (state || open ? `<div class="q-state">${esc(state)}` +
+      (open ? ` <button class="link" data-cmd="answer" data-question-id="${b.questionId}">Answer…</button>` : '') +
+      `</div>` : '') +
+    `</div></div>`;
 }
 
 /** The planner's own passes and research runs keep their name; anything else is a subagent. */
@@ -177,7 +186,8 @@ function errorTitle(kind: string): string {
   return words[kind] ?? 'Error';
 }
 
-function runFooter(run: Run, t: RunTranscript | undefined, now: number): string {
+/** A run's footer: tokens, cost, time (a live clock while it runs) and the events received. */
+export function runFooter(run: Run, t: RunTranscript | undefined, now: number): string {
   const parts: string[] = [];
   const u = t?.usage;
   if (u) {
@@ -189,35 +199,46 @@ function runFooter(run: Run, t: RunTranscript | undefined, now: number): string 
     parts.push(`<span title="cost">${formatCost(u.costUsd)}</span>`);
   }
   const start = Date.parse(run.startedAt ?? run.createdAt);
-  const end = run.endedAt ? Date.parse(run.endedAt) : now;
-  const active = run.status === 'running' || run.status === 'queued';
-  if (Number.isFinite(start)) parts.push(`<span title="duration">${active ? 'running for ' : ''}${formatDuration(end - start)}</span>`);
+  if (Number.isFinite(start)) {
+    // A live run's clock is kept by the webview (one element, once a second).
+    parts.push(isLive(run)
+      ? `<span class="clock" title="duration" data-since="${start}">running for ${formatDuration(now - start)}</span>`
+      : `<span title="duration">${formatDuration(Date.parse(run.endedAt ?? '') - start)}</span>`);
+  }
   parts.push(`<span class="seq" title="transcript events received">${t?.applied ?? 0} events</span>`);
-  return `<footer class="run-foot" data-run-id="${run.id}" data-last-seq="${t?.lastSeq ?? 0}" data-applied="${t?.applied ?? 0}" data-server-last-seq="${run.lastSeq}">${parts.join('<span class="sep">·</span>')}</footer>`;
+  return `<footer class="run-foot" id="${domId(`run-${run.id}-foot`)}" data-run-id="${run.id}" data-last-seq="${t?.lastSeq ?? 0}" data-applied="${t?.applied ?? 0}" data-server-last-seq="${run.lastSeq}">${parts.join('<span class="sep">·</span>')}</footer>`;
 }
 
-function runHead(run: Run, index: number, label?: string): string {
+export function runHead(run: Run, index: number, label?: string): string {
   const planner = [run.tool, run.model].filter(Boolean).join(' / ');
-  const active = run.status === 'running' || run.status === 'queued';
-  return `<span class="run-dot status-${run.status}${active ? ' spin' : ''}"></span>` +
+  return `<summary class="run-head" id="${domId(`run-${run.id}-head`)}">` +
+    `<span class="run-dot status-${run.status}${isLive(run) ? ' spin' : ''}"></span>` +
     `<span class="run-title">${esc(label ?? `Run ${index + 1}`)}</span>` +
     `<span class="run-status status-${run.status}">${esc(statusWord(run.status))}</span>` +
-    `<span class="dim">${esc(planner)}${run.startedAt ? ` · started ${esc(clockTime(run.startedAt))}` : ''}</span>`;
+    `<span class="dim">${esc(planner)}${run.startedAt ? ` · started ${esc(clockTime(run.startedAt))}` : ''}</span>` +
+    `</summary>`;
 }
 
-function renderRun(run: Run, index: number, view: RunsView, latest: boolean, label?: string): string {
-  const t = view.transcripts.get(run.id);
-  const live = run.status === 'running' || run.status === 'queued';
-  const body = t ? renderBlocks(t.blocks, view, live) : '';
+/** Below a run's rows: why it failed, or that there is nothing yet. */
+export function runEnd(run: Run, t: RunTranscript | undefined): string {
   const failure = run.failure
     ? `<div class="error" role="alert"><span class="error-kind">${esc(run.status === 'interrupted' ? 'Interrupted' : 'Run failed')}</span> ${esc(run.failure.message || run.failure.code)}</div>`
     : '';
-  const empty = !body && !failure
-    ? `<div class="dim">${run.status === 'queued' || run.status === 'running' ? 'Waiting for the planner…' : 'No transcript.'}</div>`
+  const empty = !t?.blocks.length && !failure
+    ? `<div class="dim">${isLive(run) ? 'Waiting for the planner…' : 'No transcript.'}</div>`
     : '';
-  return `<details class="run" id="run-${run.id}" data-key="run-${run.id}"${latest ? ' data-default-open' : ''}>` +
-    `<summary class="run-head">${runHead(run, index, label)}</summary>` +
-    `<div class="blocks">${body}${failure}${empty}</div>${runFooter(run, t, view.now)}</details>`;
+  return `<div class="run-end" id="${domId(`run-${run.id}-end`)}">${failure}${empty}</div>`;
+}
+
+/** A whole run: its head, its rows (in chunks), its end and its footer. */
+export function renderRun(run: Run, index: number, view: RunsView, open: boolean, label?: string): string {
+  const t = view.transcripts.get(run.id);
+  const ctx: RowContext = { questions: view.questions, live: isLive(run) };
+  const key = runContainer(run.id);
+  return `<details class="run" id="${domId(key)}" data-key="${key}"${open ? ' open' : ''}>` +
+    runHead(run, index, label) +
+    `<div class="blocks" id="${containerId(key)}" data-chunked>${t ? renderRows(t.blocks, ctx) : ''}</div>` +
+    runEnd(run, t) + runFooter(run, t, view.now) + `</details>`;
 }
 
 export function renderPlan(plan: Plan): string {
@@ -258,24 +279,47 @@ function actions(ticket: Ticket): string {
   return b.join('');
 }
 
-/** The whole page body for one ticket. */
-export function renderTicket(view: TicketView): string {
+/** A part: a wrapper with an id, replaced whole when its content changes. */
+function part(name: string, html: string): string {
+  return `<div id="${domId(name)}">${html}</div>`;
+}
+
+/**
+ * A page as the page model sees it: the parts above the runs, the runs, the parts below.
+ * `foldOlder`: only the latest run is open unless the reader opened another.
+ */
+export interface PageSpec {
+  status: string;
+  above: string[];
+  runs: Run[];
+  label?: string;
+  below: string[];
+  rows: RunsView;
+  foldOlder: boolean;
+}
+
+export function ticketPage(view: TicketView): PageSpec {
   const { ticket } = view;
   const planner = [ticket.tool, ticket.model].filter(Boolean).join(' / ');
   const busy = ticket.status === 'planning' || ticket.status === 'queued';
-  const head = `<header class="ticket">` +
+  const head = `<header class="ticket" id="${domId('head')}">` +
     `<div class="title-row"><h1>${esc(ticket.title)}</h1>` +
     `<span class="badge status-${ticket.status}${busy ? ' live' : ''}" id="ticket-status">${esc(statusWord(ticket.status))}</span></div>` +
     `<div class="meta dim">#${ticket.id} · ${esc(planner)} · ${esc(ticket.root)}</div>` +
     `<div class="actions">${actions(ticket)}</div>` +
     (ticket.description.trim()
-      ? `<details class="description" data-key="description"${view.runs.length ? '' : ' data-default-open'}><summary>Description</summary><div class="md">${markdown(ticket.description)}</div></details>`
+      ? `<details class="description" id="${domId('description')}" data-key="description"${view.runs.length ? '' : ' open'}><summary>Description</summary><div class="md">${markdown(ticket.description)}</div></details>`
       : '') +
     `</header>`;
-  const runs = view.runs.map((r, i) => renderRun(r, i, view, i === view.runs.length - 1)).join('');
-  const noRuns = view.runs.length ? '' : `<div class="dim empty-state">Not planned yet. Run <b>Plan</b> to start.</div>`;
-  const plan = ticket.plan ? renderPlan(ticket.plan) : '';
-  return head + `<main class="runs">${runs}${noRuns}</main>` + renderOpenQuestions(view) + plan;
+  const noRuns = part('empty', view.runs.length ? '' : `<div class="dim empty-state">Not planned yet. Run <b>Plan</b> to start.</div>`);
+  return {
+    status: ticket.status,
+    above: [head],
+    runs: view.runs,
+    below: [noRuns, part('questions', renderOpenQuestions(view)), part('plan', ticket.plan ? renderPlan(ticket.plan) : '')],
+    rows: view,
+    foldOlder: true,
+  };
 }
 
 export interface BreakdownView {
@@ -289,24 +333,20 @@ export interface BreakdownView {
   now: number;
 }
 
-/** The whole page body for a breakdown run: the initiative, its transcript, the tickets it became. */
-export function renderBreakdown(view: BreakdownView): string {
+export function breakdownPage(view: BreakdownView): PageSpec {
   const { run } = view;
   const planner = [run.tool, run.model].filter(Boolean).join(' / ');
-  const active = run.status === 'running' || run.status === 'queued';
+  const active = isLive(run);
   const byId = new Map(view.tickets.map((t) => [t.id, t]));
-  const head = `<header class="ticket">` +
+  const head = `<header class="ticket" id="${domId('head')}">` +
     `<div class="title-row"><h1>${esc(view.title)}</h1>` +
     `<span class="badge status-${run.status}${active ? ' live' : ''}" id="ticket-status">${esc(active ? 'breaking down' : statusWord(run.status))}</span></div>` +
     `<div class="meta dim">Initiative · breakdown run #${run.id} · ${esc(planner)}${run.root ? ` · ${esc(run.root)}` : ''}</div>` +
     `<div class="actions">${active ? '<button data-cmd="stopRun" class="secondary">Stop</button>' : ''}</div>` +
     (view.description?.trim()
-      ? `<details class="description" data-key="description" data-default-open><summary>Initiative</summary><div class="md">${markdown(view.description)}</div></details>`
+      ? `<details class="description" id="${domId('description')}" data-key="description" open><summary>Initiative</summary><div class="md">${markdown(view.description)}</div></details>`
       : '') +
     `</header>`;
-  const transcripts = new Map<number, RunTranscript>();
-  if (view.transcript) transcripts.set(run.id, view.transcript);
-  const body = renderRun(run, 0, { transcripts, questions: [], now: view.now }, true, 'Breakdown');
   const tickets = view.tickets.length
     ? `<section class="initiative-tickets"><h2>${view.tickets.length} ticket${view.tickets.length === 1 ? '' : 's'}, in dependency order</h2><ol>` +
       view.tickets.map((t) => {
@@ -317,5 +357,32 @@ export function renderBreakdown(view: BreakdownView): string {
       }).join('') +
       `</ol></section>`
     : '';
-  return head + `<main class="runs">${body}</main>` + tickets;
+  const transcripts = new Map<number, RunTranscript>();
+  if (view.transcript) transcripts.set(run.id, view.transcript);
+  return {
+    status: run.status,
+    above: [head],
+    runs: [run],
+    label: 'Breakdown',
+    below: [part('tickets', tickets)],
+    rows: { transcripts, questions: [], now: view.now },
+    foldOlder: false,
+  };
+}
+
+/** The whole page body, in one string (a page opened after a long run renders in one pass). */
+export function renderPage(page: PageSpec): string {
+  const last = page.runs.length - 1;
+  const runs = page.runs.map((r, i) => renderRun(r, i, page.rows, !page.foldOlder || i === last, page.label)).join('');
+  return page.above.join('') + `<main class="runs" id="${containerId('runs')}">${runs}</main>` + page.below.join('');
+}
+
+/** The whole page body for one ticket. */
+export function renderTicket(view: TicketView): string {
+  return renderPage(ticketPage(view));
+}
+
+/** The whole page body for a breakdown run: the initiative, its transcript, the tickets it became. */
+export function renderBreakdown(view: BreakdownView): string {
+  return renderPage(breakdownPage(view));
 }

@@ -4,14 +4,25 @@
 // Events are applied strictly in seq order. An event whose seq was already applied is dropped
 // (no doubles); an event ahead of the next expected seq is held back until the gap is filled
 // (no holes). `needsCatchUp` tells the caller to fetch `planwire/getTranscript { afterSeq: lastSeq }`.
+//
+// The reducer also records what changed since the renderer last looked (`takeChanges`): the
+// blocks added, in order, with the container they go into, and the blocks changed in place (a
+// tool call that got its result, reasoning that grew). The renderer sends only those rows to the
+// webview, so the cost of an update is proportional to what changed, not to the transcript.
+//
+// Deltas (`applyDelta`, for a future `planwire/delta` notification) extend the open text or
+// reasoning block of their agent in place; the stored event that closes the block replaces its
+// text, in the same block, so the row neither doubles nor moves.
 
-import type { TranscriptEvent } from './types';
+import type { DeltaParams, TranscriptEvent } from './types';
 
 export type ToolState = 'running' | 'completed' | 'error';
 
 export type Block =
-  | { type: 'text'; key: string; text: string; final: boolean }
-  | { type: 'reasoning'; key: string; text: string }
+  /** `streaming`: still growing from deltas (no stored event has closed it yet). */
+  | { type: 'text'; key: string; text: string; final: boolean; streaming?: boolean }
+  /** While streaming, `base` is the stored reasoning it continues and `live` the streamed part. */
+  | { type: 'reasoning'; key: string; text: string; streaming?: boolean; base?: string; live?: string }
   | { type: 'tool'; key: string; callId: string; name: string; input: string; status: ToolState; output?: string }
   | { type: 'subagent'; key: string; agentRunId?: number; label: string; status?: string; ended: boolean; children: Block[] }
   | { type: 'error'; key: string; errorKind: string; message: string }
@@ -42,8 +53,29 @@ export interface RunTranscript {
   /** Lookups into `blocks` (not serialised). */
   subagents: Map<number, Extract<Block, { type: 'subagent' }>>;
   tools: Map<string, Extract<Block, { type: 'tool' }>>;
+  /** Tool calls still waiting for their result. */
+  runningTools: Set<Extract<Block, { type: 'tool' }>>;
+  /** Question rows, by question id. */
+  questionRows: Map<number, Block[]>;
+  /** Blocks growing from deltas, by `${agentRunId}:${kind}`. */
+  open: Map<string, Block>;
+  /** Deltas seen (their blocks' keys). */
+  deltas: number;
+  /** True while a catch-up is in flight: deltas are ignored (their stored events follow). */
+  syncing: boolean;
+  /** Blocks added since the last `takeChanges`, in order, with their container's key. */
+  added: Added[];
+  /** Blocks changed in place since the last `takeChanges`. */
+  changed: Set<Block>;
   /** Bumped on every change so renderers can skip untouched runs. */
   rev: number;
+}
+
+/** A block added to a container: the run's top level (`run-<id>`) or a subagent's (its key). */
+export interface Added { block: Block; container: string }
+
+export function runContainer(runId: number): string {
+  return `run-${runId}`;
 }
 
 export function newRunTranscript(runId: number): RunTranscript {
@@ -55,8 +87,45 @@ export function newRunTranscript(runId: number): RunTranscript {
     blocks: [],
     subagents: new Map(),
     tools: new Map(),
+    runningTools: new Set(),
+    questionRows: new Map(),
+    open: new Map(),
+    deltas: 0,
+    syncing: false,
+    added: [],
+    changed: new Set(),
     rev: 0,
   };
+}
+
+/** What changed since the last call: blocks added (in order) and blocks changed in place. */
+export function takeChanges(t: RunTranscript): { added: Added[]; changed: Block[] } {
+  const added = t.added;
+  const fresh = new Set(added.map((a) => a.block));
+  const changed = [...t.changed].filter((b) => !fresh.has(b));
+  t.added = [];
+  t.changed = new Set();
+  return { added, changed };
+}
+
+/** Forgets pending changes (the renderer is about to draw everything). */
+export function discardChanges(t: RunTranscript): void {
+  t.added = [];
+  t.changed = new Set();
+}
+
+/** Marks the question rows of this question as changed (it was answered, or went stale). */
+export function questionChanged(t: RunTranscript, questionId: number): boolean {
+  const rows = t.questionRows.get(questionId) ?? [];
+  for (const b of rows) t.changed.add(b);
+  return rows.length > 0;
+}
+
+/** Marks the rows that look different once the run has ended (calls with no result, subagents). */
+export function runEnded(t: RunTranscript): void {
+  for (const b of t.runningTools) t.changed.add(b);
+  for (const b of t.subagents.values()) if (!b.ended) t.changed.add(b);
+  for (const b of t.open.values()) t.changed.add(b);
 }
 
 export interface ApplyResult {
@@ -91,13 +160,94 @@ export function applyEvents(t: RunTranscript, events: readonly TranscriptEvent[]
   return { applied, duplicates, needsCatchUp: t.pending.size > 0 };
 }
 
+interface Container { list: Block[]; key: string }
+
 /** The block list an event of this agent goes into: a subagent's children, or the run's top level. */
-function containerFor(t: RunTranscript, agentRunId: number | undefined): Block[] {
+function containerFor(t: RunTranscript, agentRunId: number | undefined): Container {
   if (agentRunId !== undefined) {
     const sub = t.subagents.get(agentRunId);
-    if (sub) return sub.children;
+    if (sub) return { list: sub.children, key: sub.key };
   }
-  return t.blocks;
+  return { list: t.blocks, key: runContainer(t.runId) };
+}
+
+function push(t: RunTranscript, into: Container, block: Block): void {
+  into.list.push(block);
+  t.added.push({ block, container: into.key });
+}
+
+function openKey(agentRunId: number | undefined, kind: 'text' | 'reasoning'): string {
+  return `${agentRunId ?? ''}:${kind}`;
+}
+
+/**
+ * Applies a delta: a piece extending the open text or reasoning block of its agent (opening one
+ * when there is none). Ignored while the transcript is behind (a gap, or a catch-up in flight):
+ * the stored event that closes the block comes with the catch-up. True when something changed.
+ */
+export function applyDelta(t: RunTranscript, d: Pick<DeltaParams, 'agentRunId' | 'kind' | 'text'>): boolean {
+  if (t.syncing || t.pending.size > 0 || !d.text || (d.kind !== 'text' && d.kind !== 'reasoning')) return false;
+  const agent = d.agentRunId ?? undefined;
+  const k = openKey(agent, d.kind);
+  const open = t.open.get(k);
+  if (open && (open.type === 'text' || open.type === 'reasoning')) {
+    if (open.type === 'reasoning') {
+      open.live = (open.live ?? '') + d.text;
+      open.text = joinDelta(open.base ?? '', open.live);
+    } else {
+      open.text += d.text;
+    }
+    t.changed.add(open);
+    t.rev++;
+    return true;
+  }
+  const into = containerFor(t, agent);
+  const last = into.list[into.list.length - 1];
+  if (d.kind === 'reasoning' && last && last.type === 'reasoning' && !last.streaming) {
+    // Stored reasoning events next to each other are one block: the delta continues it.
+    last.streaming = true;
+    last.base = last.text;
+    last.live = d.text;
+    last.text = joinDelta(last.base, d.text);
+    t.open.set(k, last);
+    t.changed.add(last);
+    t.rev++;
+    return true;
+  }
+  const key = `r${t.runId}-d${++t.deltas}`;
+  const block: Block = d.kind === 'text'
+    ? { type: 'text', key, text: d.text, final: false, streaming: true }
+    : { type: 'reasoning', key, text: d.text, streaming: true, base: '', live: d.text };
+  t.open.set(k, block);
+  push(t, into, block);
+  t.rev++;
+  return true;
+}
+
+/** Reasoning streamed after stored reasoning: a new paragraph, as `joinText` does. */
+function joinDelta(base: string, piece: string): string {
+  if (!base) return piece;
+  return `${base.replace(/\s+$/, '')}\n\n${piece}`;
+}
+
+/** Closes the open block of this kind with its stored event; false when none is open. */
+function closeOpen(t: RunTranscript, agentRunId: number | undefined, kind: 'text' | 'reasoning', text: string, final: boolean): boolean {
+  const k = openKey(agentRunId, kind);
+  const open = t.open.get(k);
+  if (!open) return false;
+  t.open.delete(k);
+  if (open.type === 'text') {
+    open.text = text;
+    open.final = final;
+    delete open.streaming;
+  } else if (open.type === 'reasoning') {
+    open.text = joinText(open.base ?? '', text);
+    delete open.streaming;
+    delete open.base;
+    delete open.live;
+  }
+  t.changed.add(open);
+  return true;
 }
 
 /** Joins two consecutive whole blocks (of reasoning) as paragraphs. */
@@ -113,14 +263,18 @@ function applyOne(t: RunTranscript, ev: TranscriptEvent): void {
   const key = `r${t.runId}-s${ev.seq}`;
   switch (ev.kind) {
     case 'text':
-      // The server sends whole text blocks (one per assistant content block), not deltas.
-      containerFor(t, ev.agentRunId).push({ type: 'text', key, text: ev.text ?? '', final: !!ev.final });
+      // A stored text event is a whole text block (one per assistant content block).
+      if (closeOpen(t, ev.agentRunId, 'text', ev.text ?? '', !!ev.final)) return;
+      push(t, containerFor(t, ev.agentRunId), { type: 'text', key, text: ev.text ?? '', final: !!ev.final });
       return;
     case 'reasoning': {
+      if (closeOpen(t, ev.agentRunId, 'reasoning', ev.text ?? '', false)) return;
       const into = containerFor(t, ev.agentRunId);
-      const last = into[into.length - 1];
-      if (last && last.type === 'reasoning') last.text = joinText(last.text, ev.text ?? '');
-      else into.push({ type: 'reasoning', key, text: ev.text ?? '' });
+      const last = into.list[into.list.length - 1];
+      if (last && last.type === 'reasoning') {
+        last.text = joinText(last.text, ev.text ?? '');
+        t.changed.add(last);
+      } else push(t, into, { type: 'reasoning', key, text: ev.text ?? '' });
       return;
     }
     case 'toolCall': {
@@ -129,13 +283,15 @@ function applyOne(t: RunTranscript, ev: TranscriptEvent): void {
         // A repeated call id updates the row (some CLIs announce a call, then its full input).
         existing.name = ev.name || existing.name;
         existing.input = ev.input || existing.input;
+        t.changed.add(existing);
         return;
       }
       const block: Extract<Block, { type: 'tool' }> = {
         type: 'tool', key: `r${t.runId}-tool-${ev.callId}`, callId: ev.callId, name: ev.name, input: ev.input ?? '', status: 'running',
       };
       t.tools.set(ev.callId, block);
-      containerFor(t, ev.agentRunId).push(block);
+      t.runningTools.add(block);
+      push(t, containerFor(t, ev.agentRunId), block);
       return;
     }
     case 'toolResult': {
@@ -143,10 +299,13 @@ function applyOne(t: RunTranscript, ev: TranscriptEvent): void {
       if (!block) {
         block = { type: 'tool', key: `r${t.runId}-tool-${ev.callId}`, callId: ev.callId, name: 'tool', input: '', status: 'running' };
         t.tools.set(ev.callId, block);
-        containerFor(t, ev.agentRunId).push(block);
+        push(t, containerFor(t, ev.agentRunId), block);
       }
       block.status = ev.status === 'error' ? 'error' : ev.status === 'running' ? 'running' : 'completed';
       block.output = ev.output;
+      if (block.status === 'running') t.runningTools.add(block);
+      else t.runningTools.delete(block);
+      t.changed.add(block);
       return;
     }
     case 'subagent': {
@@ -156,10 +315,11 @@ function applyOne(t: RunTranscript, ev: TranscriptEvent): void {
         if (!sub) {
           sub = { type: 'subagent', key: `r${t.runId}-agent-${id ?? ev.seq}`, agentRunId: id, label: ev.label, ended: false, children: [] };
           if (id !== undefined) t.subagents.set(id, sub);
-          t.blocks.push(sub);
+          push(t, { list: t.blocks, key: runContainer(t.runId) }, sub);
         }
         if (ev.label) sub.label = ev.label;
       }
+      t.changed.add(sub);
       if (ev.phase === 'end') {
         sub.ended = true;
         sub.status = ev.status ?? 'completed';
@@ -181,62 +341,62 @@ function applyOne(t: RunTranscript, ev: TranscriptEvent): void {
       t.providerSessionId = ev.providerSessionId;
       return;
     case 'error':
-      containerFor(t, ev.agentRunId).push({ type: 'error', key, errorKind: ev.errorKind, message: ev.message });
+      push(t, containerFor(t, ev.agentRunId), { type: 'error', key, errorKind: ev.errorKind, message: ev.message });
       return;
-    case 'question':
-      containerFor(t, ev.agentRunId).push({ type: 'question', key, questionId: ev.questionId });
+    case 'question': {
+      const block: Block = { type: 'question', key, questionId: ev.questionId };
+      const rows = t.questionRows.get(ev.questionId) ?? [];
+      rows.push(block);
+      t.questionRows.set(ev.questionId, rows);
+      push(t, containerFor(t, ev.agentRunId), block);
       return;
+    }
     case 'raw': {
       const into = containerFor(t, ev.agentRunId);
-      const last = into[into.length - 1];
-      if (last && last.type === 'raw') last.lines.push(ev.line);
-      else into.push({ type: 'raw', key, lines: [ev.line] });
+      const last = into.list[into.list.length - 1];
+      if (last && last.type === 'raw') {
+        last.lines.push(ev.line);
+        t.changed.add(last);
+      } else push(t, into, { type: 'raw', key, lines: [ev.line] });
       return;
     }
     default: {
       // A kind this client does not know yet: keep it visible as a raw line.
       const unknown = ev as { kind?: string };
-      const into = containerFor(t, (ev as { agentRunId?: number }).agentRunId);
-      into.push({ type: 'raw', key, lines: [JSON.stringify(unknown)] });
+      push(t, containerFor(t, (ev as { agentRunId?: number }).agentRunId), { type: 'raw', key, lines: [JSON.stringify(unknown)] });
     }
   }
 }
 
-/** Tags whose content is machine-readable JSON for the server, never shown as text. */
-export const HIDDEN_TAGS = ['planwire-plan', 'planwire-outline', 'planwire-expansion', 'planwire-research'];
-
 /**
- * Removes `<planwire-plan>…</planwire-plan>` blocks (and a breakdown's `<planwire-outline>`,
- * `<planwire-expansion>` and linked research's `<planwire-research>`) from assistant text: the
- * plan is rendered from `ticket.plan` instead. Also hides a block still streaming (no closing tag
- * yet) and a trailing partial opening tag, so the raw JSON never flashes by while it streams.
+ * Removes every `<planwire-…>` block (the plan, a breakdown's outline and expansion, linked
+ * research and its selection, and any later one) from assistant text: it is JSON for the server,
+ * and the plan is rendered from `ticket.plan` instead. One rule for every tag, as in Neovim. Also
+ * hides a block still streaming (no closing tag yet) and a trailing partial opening tag, so the
+ * raw JSON never flashes by while it streams.
  */
 export function stripPlanBlock(text: string): string {
   let out = '';
   let i = 0;
+  const opening = /<(planwire-[a-z0-9][a-z0-9-]*)>/g;
   for (;;) {
-    let open = -1;
-    let tag = '';
-    for (const name of HIDDEN_TAGS) {
-      const at = text.indexOf(`<${name}>`, i);
-      if (at >= 0 && (open < 0 || at < open)) {
-        open = at;
-        tag = name;
-      }
-    }
-    if (open < 0) { out += text.slice(i); break; }
-    out += text.slice(i, open);
-    const close = text.indexOf(`</${tag}>`, open + tag.length + 2);
+    opening.lastIndex = i;
+    const m = opening.exec(text);
+    if (!m) { out += text.slice(i); break; }
+    out += text.slice(i, m.index);
+    const close = text.indexOf(`</${m[1]}>`, m.index + m[0].length);
     if (close < 0) { i = text.length; break; }
-    i = close + tag.length + 3;
+    i = close + m[1].length + 3;
   }
-  // A partial "<planwire-pl" at the very end while streaming.
-  const partial = /<(p(l(a(n(w(i(r(e(-[a-z]*)?)?)?)?)?)?)?)?)?$/.exec(out);
-  if (partial && HIDDEN_TAGS.some((t) => `<${t}>`.startsWith(partial[0]))) out = out.slice(0, partial.index);
+  // A partial "<planw" or "<planwire-outl" at the very end while streaming.
+  const partial = /<[a-z0-9-]*$/.exec(out);
+  if (partial && (TAG_START.startsWith(partial[0]) || partial[0].startsWith(TAG_START))) out = out.slice(0, partial.index);
   // A code fence left empty by the removal.
   out = out.replace(/```[A-Za-z]*\s*```/g, '');
   return out.trim();
 }
+
+const TAG_START = '<planwire-';
 
 /** Total number of blocks, nested ones included (for tests and summaries). */
 export function countBlocks(blocks: readonly Block[]): number {

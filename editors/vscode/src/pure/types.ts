@@ -115,6 +115,12 @@ export interface StatusResult {
 }
 /** `ticketId` is null for a breakdown's transcript. */
 export interface TranscriptParams { ticketId: number | null; runId: number; events: TranscriptEvent[] }
+/**
+ * A piece of text or reasoning still being written (a future `planwire/delta` notification): it
+ * extends the open block of that kind of that agent; the stored `text` / `reasoning` event that
+ * closes the block replaces it. Not sent by the server yet.
+ */
+export interface DeltaParams { ticketId: number | null; runId: number; agentRunId?: number | null; kind: 'text' | 'reasoning'; text: string }
 
 /** One agent of a run: a pass ("Outline", "Expansion"), linked research, or a subagent. */
 export interface AgentRun {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyEvents, countBlocks, newRunTranscript, stripPlanBlock } from '../../src/pure/transcript';
+import { applyDelta, applyEvents, countBlocks, newRunTranscript, stripPlanBlock, takeChanges } from '../../src/pure/transcript';
 import type { TranscriptEvent } from '../../src/pure/types';
 
 let ts = 0;
@@ -131,4 +131,91 @@ test('stripPlanBlock removes the plan JSON, closed, still streaming, or a partia
   assert.equal(stripPlanBlock('Summary.\n```json\n<planwire-plan>{}</planwire-plan>\n```'), 'Summary.');
   assert.equal(stripPlanBlock('a < b and <planwire is fine'), 'a < b and <planwire is fine');
   assert.equal(stripPlanBlock('<planwire-plan>{}</planwire-plan>'), '');
+});
+
+test('stripPlanBlock hides every <planwire-…> block by one rule, research selection included', () => {
+  const selection = 'I will research the backend.\n<planwire-research-selection>{"links":["api"]}</planwire-research-selection>';
+  assert.equal(stripPlanBlock(selection), 'I will research the backend.');
+  assert.equal(stripPlanBlock('Found it.\n<planwire-research>{"facts":[]}</planwire-research>'), 'Found it.');
+  // A tag no client knows yet is hidden too.
+  assert.equal(stripPlanBlock('a <planwire-future-thing>{"x":1}</planwire-future-thing> b'), 'a  b');
+  // Still streaming: an unclosed block, or a partial opening tag of any name.
+  assert.equal(stripPlanBlock('Picking.\n<planwire-research-selection>{"links": ["a'), 'Picking.');
+  assert.equal(stripPlanBlock('Picking.\n<planwire-research-sel'), 'Picking.');
+  assert.equal(stripPlanBlock('Picking.\n<planw'), 'Picking.');
+  // Other tags stay.
+  assert.equal(stripPlanBlock('use <details> here'), 'use <details> here');
+  assert.equal(stripPlanBlock('<planwire-outline>{}</planwire-outline>Three tickets.'), 'Three tickets.');
+});
+
+test('takeChanges: blocks added in order with their container, and blocks changed in place', () => {
+  const t = newRunTranscript(3);
+  applyEvents(t, [
+    text(1, 'a'),
+    { seq: 2, ts: at(), kind: 'toolCall', callId: 'c', name: 'Read', input: 'x' },
+    { seq: 3, ts: at(), kind: 'subagent', phase: 'start', label: 'explore', agentRunId: 5 },
+    text(4, 'inside', false, 5),
+  ]);
+  const first = takeChanges(t);
+  assert.deepEqual(first.added.map((a) => [a.block.key, a.container]), [['r3-s1', 'run-3'], ['r3-tool-c', 'run-3'], ['r3-agent-5', 'run-3'], ['r3-s4', 'r3-agent-5']]);
+  assert.deepEqual(first.changed, []);
+  applyEvents(t, [
+    { seq: 5, ts: at(), kind: 'toolResult', callId: 'c', status: 'completed', output: 'ok' },
+    { seq: 6, ts: at(), kind: 'reasoning', text: 'hmm', agentRunId: 5 },
+    { seq: 7, ts: at(), kind: 'reasoning', text: 'more', agentRunId: 5 },
+  ]);
+  const second = takeChanges(t);
+  assert.deepEqual(second.added.map((a) => a.block.key), ['r3-s6']);
+  assert.deepEqual(second.changed.map((b) => b.key), ['r3-tool-c']);
+  assert.deepEqual(takeChanges(t), { added: [], changed: [] });
+});
+
+test('text deltas extend one block; the stored text event closes it in place, without a second block', () => {
+  const t = newRunTranscript(1);
+  assert.equal(applyDelta(t, { kind: 'text', text: 'Hel' }), true);
+  applyDelta(t, { kind: 'text', text: 'lo.' });
+  assert.equal(t.blocks.length, 1);
+  const b = t.blocks[0];
+  assert.ok(b.type === 'text' && b.streaming && b.text === 'Hello.');
+  applyEvents(t, [text(1, 'Hello.', true)]);
+  assert.equal(t.blocks.length, 1);
+  assert.ok(b.type === 'text' && !b.streaming && b.final && b.text === 'Hello.');
+  // The next delta opens a new block after it.
+  applyDelta(t, { kind: 'text', text: 'Next' });
+  assert.equal(t.blocks.length, 2);
+  assert.equal(t.blocks[0].key, b.key);
+});
+
+test('reasoning deltas continue stored reasoning in one block; the stored event replaces the streamed part', () => {
+  const t = newRunTranscript(1);
+  applyEvents(t, [{ seq: 1, ts: at(), kind: 'reasoning', text: 'First thought.' }]);
+  applyDelta(t, { kind: 'reasoning', text: 'Second' });
+  applyDelta(t, { kind: 'reasoning', text: ' thought' });
+  assert.equal(t.blocks.length, 1);
+  assert.equal((t.blocks[0] as { text: string }).text, 'First thought.\n\nSecond thought');
+  applyEvents(t, [{ seq: 2, ts: at(), kind: 'reasoning', text: 'Second thought.' }]);
+  assert.equal(t.blocks.length, 1);
+  assert.equal((t.blocks[0] as { text: string }).text, 'First thought.\n\nSecond thought.');
+  assert.equal((t.blocks[0] as { streaming?: boolean }).streaming, undefined);
+});
+
+test('deltas of a subagent grow its own block; text and reasoning are open at once; a behind transcript ignores them', () => {
+  const t = newRunTranscript(1);
+  applyEvents(t, [{ seq: 1, ts: at(), kind: 'subagent', phase: 'start', label: 'explore', agentRunId: 4 }]);
+  applyDelta(t, { kind: 'reasoning', text: 'thinking', agentRunId: 4 });
+  applyDelta(t, { kind: 'text', text: 'main agent' });
+  applyDelta(t, { kind: 'text', text: 'sub agent', agentRunId: 4 });
+  const sub = t.blocks[0];
+  assert.ok(sub.type === 'subagent');
+  assert.deepEqual(sub.children.map((b) => b.type), ['reasoning', 'text']);
+  assert.equal(t.blocks.length, 2);
+  applyEvents(t, [text(2, 'sub agent, stored', false, 4)]);
+  assert.equal((sub.children[1] as { text: string }).text, 'sub agent, stored');
+  assert.equal(sub.children.length, 2);
+  // Behind: a catch-up in flight, or events held back behind a gap.
+  t.syncing = true;
+  assert.equal(applyDelta(t, { kind: 'text', text: 'x' }), false);
+  t.syncing = false;
+  applyEvents(t, [text(9, 'ahead of a gap')]);
+  assert.equal(applyDelta(t, { kind: 'text', text: 'x' }), false);
 });
