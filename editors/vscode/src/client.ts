@@ -15,7 +15,8 @@ import {
   ErrorAction,
   CloseAction,
 } from 'vscode-languageclient/node';
-import type { PlannerInfo, Question, Run, Ticket, TranscriptParams } from './pure/types';
+import type { DeltaParams, PlannerInfo, Question, Run, Ticket, TranscriptParams } from './pure/types';
+import { bundledServer, chooseServer } from './pure/serverPath';
 import { testLog } from './testlog';
 
 export const METHOD_NOT_FOUND = -32601;
@@ -28,6 +29,7 @@ export const ErrorCodes = {
 } as const;
 
 export const INSTALL_HINT = 'cargo install --path server';
+const INSTALL_ADVICE = 'Install the planwire extension built for your platform (it carries the server), or run `cargo install --path server` in a planwire checkout, or set planwire.serverPath.';
 
 /** Finds an executable: an absolute or relative path as is, a bare name on PATH. */
 export function resolveExecutable(command: string, envPath = process.env.PATH ?? ''): string | undefined {
@@ -55,6 +57,18 @@ function expandHome(p: string): string {
   return p.startsWith('~/') ? path.join(process.env.HOME ?? '', p.slice(2)) : p;
 }
 
+/** The bundled binary, made executable if unpacking the .vsix lost its mode bits. */
+function bundledExecutable(file: string): string | undefined {
+  if (resolveExecutable(file)) return file;
+  try {
+    if (!fs.statSync(file).isFile()) return undefined;
+    fs.chmodSync(file, 0o755);
+  } catch {
+    return undefined;
+  }
+  return resolveExecutable(file);
+}
+
 /** planwire.logLevel → the server's PLANWIRE_LOG filter. */
 const LOG_FILTERS: Record<string, string> = { off: 'off', error: 'error', warn: 'warn', info: 'info', debug: 'debug', trace: 'trace' };
 
@@ -64,6 +78,8 @@ export class Planwire implements vscode.Disposable {
   private starting: Promise<boolean> | undefined;
 
   readonly onTranscript = new vscode.EventEmitter<TranscriptParams>();
+  /** `planwire/delta`: not sent by the server yet; handled so that a server sending it just works. */
+  readonly onDelta = new vscode.EventEmitter<DeltaParams>();
   readonly onTicketChanged = new vscode.EventEmitter<Ticket>();
   readonly onRunChanged = new vscode.EventEmitter<Run>();
   readonly onQuestion = new vscode.EventEmitter<{ ticketId: number; runId: number; question: Question }>();
@@ -73,7 +89,7 @@ export class Planwire implements vscode.Disposable {
   planners: PlannerInfo[] = [];
   serverVersion = '';
 
-  constructor(readonly output: vscode.LogOutputChannel) {}
+  constructor(readonly output: vscode.LogOutputChannel, private readonly extensionPath: string) {}
 
   get running(): boolean {
     return this.client?.state === State.Running;
@@ -88,23 +104,29 @@ export class Planwire implements vscode.Disposable {
 
   private async doStart(): Promise<boolean> {
     const cfg = vscode.workspace.getConfiguration('planwire');
-    const configured = expandHome((cfg.get<string>('serverPath') || 'planwire').trim());
-    const command = resolveExecutable(configured);
-    if (!command) {
-      this.output.error(`planwire server not found: ${configured}`);
-      testLog({ event: 'serverNotFound', serverPath: configured });
+    const bundled = bundledServer(this.extensionPath, process.platform);
+    const choice = chooseServer({
+      setting: cfg.get<string>('serverPath') || '',
+      bundled,
+      executable: (p) => (p === bundled ? bundledExecutable(p) : resolveExecutable(p)),
+      onPath: (name) => resolveExecutable(name),
+      home: process.env.HOME,
+    });
+    if (!choice.found) {
+      const what = choice.source === 'setting' ? `planwire.serverPath "${choice.tried[0]}" was not found` : 'no planwire server was found (none bundled, none on PATH)';
+      this.output.error(`planwire: ${what}`);
+      testLog({ event: 'serverNotFound', source: choice.source, tried: choice.tried });
       void vscode.window
-        .showErrorMessage(
-          `planwire: the server binary "${configured}" was not found. Install it by running \`${INSTALL_HINT}\` in a planwire checkout, or set planwire.serverPath to its path.`,
-          'Open Settings',
-          'Copy Install Command',
-        )
-        .then((choice) => {
-          if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'planwire.serverPath');
-          if (choice === 'Copy Install Command') void vscode.env.clipboard.writeText(INSTALL_HINT);
+        .showErrorMessage(`planwire: ${what}. ${INSTALL_ADVICE}`, 'Open Settings', 'Copy Install Command')
+        .then((c) => {
+          if (c === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'planwire.serverPath');
+          if (c === 'Copy Install Command') void vscode.env.clipboard.writeText(INSTALL_HINT);
         });
       return false;
     }
+    const command = choice.command;
+    this.output.info(`server: ${command} (${choice.source === 'setting' ? 'planwire.serverPath' : choice.source === 'bundled' ? 'bundled with the extension' : 'found on PATH'})`);
+    testLog({ event: 'serverResolved', source: choice.source, command, pathHasPlanwire: resolveExecutable('planwire') ?? null });
     const logLevel = cfg.get<string>('logLevel') || 'info';
     const dbPath = (cfg.get<string>('dbPath') || '').trim();
     const defaultTool = (cfg.get<string>('defaultTool') || '').trim();
@@ -145,6 +167,7 @@ export class Planwire implements vscode.Disposable {
     this.client = client;
     this.disposables.push(
       client.onNotification('planwire/transcript', (p: TranscriptParams) => this.onTranscript.fire(p)),
+      client.onNotification('planwire/delta', (p: DeltaParams) => this.onDelta.fire(p)),
       client.onNotification('planwire/ticketChanged', (p: { ticket: Ticket }) => {
         testLog({ event: 'ticketChanged', id: p.ticket.id, status: p.ticket.status });
         this.onTicketChanged.fire(p.ticket);
@@ -225,6 +248,7 @@ export class Planwire implements vscode.Disposable {
   dispose(): void {
     void this.stop();
     this.onTranscript.dispose();
+    this.onDelta.dispose();
     this.onTicketChanged.dispose();
     this.onRunChanged.dispose();
     this.onQuestion.dispose();

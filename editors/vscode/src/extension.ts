@@ -7,7 +7,7 @@ import { ErrorCodes, METHOD_NOT_FOUND, Planwire, errorCode, errorMessage } from 
 import { TicketStore, TicketTree, normalizeRoot, workspaceRoots, type Node } from './tickets';
 import { TranscriptPanels } from './transcriptPanel';
 import { askQuestion } from './answer';
-import { answerable, questionSummary } from './pure/questions';
+import { answerable, needsInput, questionSummary, statusSummary } from './pure/questions';
 import { statusWord } from './pure/render';
 import { ticketFromMarkdown } from './pure/ticketText';
 import { initiativeTitle, passMessage, suggestLinkName } from './pure/initiative';
@@ -22,7 +22,7 @@ const RESTART_KEYS = ['planwire.serverPath', 'planwire.dbPath', 'planwire.logLev
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('planwire', { log: true });
-  const planwire = new Planwire(output);
+  const planwire = new Planwire(output, context.extensionPath);
   const store = new TicketStore(planwire, context.workspaceState);
   const tree = new TicketTree(store);
   const panels = new TranscriptPanels(planwire, context.extensionUri, {
@@ -34,11 +34,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   statusItem.command = 'planwire.showTickets';
   context.subscriptions.push(output, planwire, store, tree, panels, statusItem);
 
-  // ---- status bar: number of planning runs ------------------------------------------------
+  // ---- status bar: planning runs, and tickets waiting for an answer ------------------------
   let statusTimer: NodeJS.Timeout | undefined;
   const showCount = (n: number) => {
-    statusItem.text = n ? `$(sync~spin) planwire: ${n} planning` : '$(checklist) planwire';
-    statusItem.tooltip = n ? `${n} planning run${n === 1 ? '' : 's'}. Click to show the tickets.` : 'planwire: no planning runs. Click to show the tickets.';
+    const waiting = store.list().filter(needsInput).length;
+    const s = statusSummary(n, waiting);
+    statusItem.text = s.text;
+    statusItem.tooltip = s.tooltip;
+    statusItem.command = waiting ? 'planwire.answer' : 'planwire.showTickets';
     statusItem.show();
   };
   const updateStatus = () => {
@@ -69,6 +72,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   // ---- notifications ----------------------------------------------------------------------
   let firstReady = true;
+  /** Questions already shown in a notification. */
+  const notified = new Set<number>();
   context.subscriptions.push(
     planwire.onTicketChanged.event((t) => {
       store.upsert(t);
@@ -82,8 +87,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     planwire.onQuestion.event(({ ticketId, question }) => {
       if (question.status !== 'open' && question.status !== 'stale') return;
+      // Once per question, whether the window is in front or not (a toast with actions stays
+      // until it is dealt with; the view's badge and the status bar keep the count).
+      if (notified.has(question.id)) return;
+      notified.add(question.id);
       const t = store.get(ticketId);
       const title = t?.title ?? `ticket ${ticketId}`;
+      testLog({ event: 'questionNotified', ticketId, questionId: question.id, focused: vscode.window.state.focused });
       void vscode.window
         .showInformationMessage(`planwire: “${title}” has a question: ${questionSummary(question)}`, 'Answer', 'Open Transcript')
         .then((c) => {
@@ -111,6 +121,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         }
       }
     }),
+    vscode.window.onDidChangeWindowState((w) => testLog({ event: 'windowState', focused: w.focused })),
     vscode.workspace.onDidChangeWorkspaceFolders(() => void store.refresh().catch(() => undefined)),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (!RESTART_KEYS.some((k) => e.affectsConfiguration(k))) return;

@@ -8,7 +8,7 @@ import { METHOD_NOT_FOUND, errorCode, type Planwire } from './client';
 import type { LinksResult, MemoryEntry, MemoryListResult, MemorySuggestion, ProjectLink, Run, StatusResult, Ticket } from './pure/types';
 import { afterLabel, groupTickets, initiativeTitle, orderByDependencies } from './pure/initiative';
 import { statusWord } from './pure/render';
-import { answerable, questionSummary } from './pure/questions';
+import { answerable, needsInput, questionSummary } from './pure/questions';
 import { testLog } from './testlog';
 
 export function normalizeRoot(p: string): string {
@@ -203,7 +203,7 @@ export function contextValue(t: Ticket): string {
   if (!busy) parts.push('canPlan', 'canDelete');
   if (busy) parts.push('canStop');
   if (t.status === 'failed' || t.status === 'stopped') parts.push('canRetry');
-  if (answerable(t.openQuestions).length || t.status === 'needs_input') parts.push('canAnswer');
+  if (needsInput(t)) parts.push('canAnswer');
   return parts.join(' ');
 }
 
@@ -264,7 +264,7 @@ export class TicketTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
   }
 
   private updateBadge(): void {
-    const waiting = this.store.list().filter((t) => answerable(t.openQuestions).length > 0 || t.status === 'needs_input').length;
+    const waiting = this.store.list().filter(needsInput).length;
     this.view.badge = waiting ? { value: waiting, tooltip: `${waiting} ticket${waiting === 1 ? '' : 's'} waiting for your answer` } : undefined;
   }
 

@@ -66,6 +66,26 @@ export function answerable(questions: readonly Question[] | undefined): Question
   return (questions ?? []).filter((q) => q.status === 'open' || q.status === 'stale').sort((a, b) => a.id - b.id);
 }
 
+/** True when the ticket waits for the person: a question to answer, or status needs input. */
+export function needsInput(t: { status: string; openQuestions?: Question[] }): boolean {
+  return t.status === 'needs_input' || answerable(t.openQuestions).length > 0;
+}
+
+/** The status bar's text and tooltip: planning runs and tickets waiting for an answer. */
+export function statusSummary(planning: number, waiting: number): { text: string; tooltip: string } {
+  const parts: string[] = [];
+  if (planning) parts.push(`$(sync~spin) ${planning} planning`);
+  if (waiting) parts.push(`$(bell-dot) ${waiting} need${waiting === 1 ? 's' : ''} input`);
+  const text = parts.length ? `planwire: ${parts.join(' · ')}` : '$(checklist) planwire';
+  const said: string[] = [];
+  if (planning) said.push(`${planning} planning run${planning === 1 ? '' : 's'}`);
+  if (waiting) said.push(`${waiting} ticket${waiting === 1 ? '' : 's'} waiting for your answer`);
+  const tooltip = said.length
+    ? `planwire: ${said.join(', ')}. Click to ${waiting ? 'answer' : 'show the tickets'}.`
+    : 'planwire: no planning runs. Click to show the tickets.';
+  return { text, tooltip };
+}
+
 /** The chosen answer of one item: its picked labels, then the free text. '' when none. */
 export function answerText(answer: { selected?: string[]; other?: string | null } | undefined): string {
   if (!answer) return '';

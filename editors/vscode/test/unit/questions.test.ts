@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OTHER_LABEL, answerText, answerable, answeredItems, pickSpec, questionSummary, toAnswer } from '../../src/pure/questions';
+import { OTHER_LABEL, answerText, answerable, answeredItems, pickSpec, questionSummary, toAnswer, needsInput, statusSummary } from '../../src/pure/questions';
 import type { Question } from '../../src/pure/types';
 
 const q: Question = {
@@ -77,4 +77,16 @@ test('answered questions: each item with the chosen labels and the free text', (
   assert.deepEqual(answeredItems(answered).map((a) => a.answer), ['“Postgres”', 'Linux, macOS', '“--keep”']);
   assert.equal(answerText({ selected: ['Hi there'], other: null }), 'Hi there');
   assert.equal(answerText(undefined), '');
+});
+
+test('the status bar counts planning runs and tickets needing input', () => {
+  assert.equal(statusSummary(0, 0).text, '$(checklist) planwire');
+  assert.equal(statusSummary(2, 0).text, 'planwire: $(sync~spin) 2 planning');
+  assert.equal(statusSummary(1, 1).text, 'planwire: $(sync~spin) 1 planning · $(bell-dot) 1 needs input');
+  assert.equal(statusSummary(0, 3).text, 'planwire: $(bell-dot) 3 need input');
+  assert.match(statusSummary(0, 3).tooltip, /3 tickets waiting for your answer\. Click to answer/);
+  const q = { id: 1, ticketId: 1, runId: 1, status: 'open' as const, source: 'plan' as const, items: [] };
+  assert.equal(needsInput({ status: 'planned', openQuestions: [q] }), true);
+  assert.equal(needsInput({ status: 'needs_input' }), true);
+  assert.equal(needsInput({ status: 'planned', openQuestions: [{ ...q, status: 'answered' }] }), false);
 });
