@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The VS Code extension's whole test: installs what it needs (idempotently, cached under
-# <repo>/.cache/vscode-e2e/), builds the .vsix, runs the unit tests, then the end-to-end test in
-# a real VS Code (code-server driven by Chromium) with the real planwire binary.
+# <repo>/.cache/vscode-e2e/), runs the unit tests, builds the platform-specific .vsix with the
+# planwire binary inside, installs it into a fresh code-server profile with no planwire on PATH
+# and no planwire.serverPath, and runs the end-to-end test in that real VS Code (code-server
+# driven by Chromium). Then a smoke run of the benchmark (bench/run.sh --smoke; it checks that
+# every row is shown once and the plan appears, and never gates on timing).
 # Ends with the line "N passed, N failed" and exits non-zero on any failure.
 #
 # Env: PLANWIRE_BIN (default <repo>/target/debug/planwire, built when missing),
-#      E2E_KEEP=1 keeps the run directory, E2E_SKIP=1 runs only the unit tests.
+#      E2E_KEEP=1 keeps the run directory, E2E_SKIP=1 runs only the unit tests,
+#      BENCH_SKIP=1 skips the benchmark smoke run.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,13 +43,16 @@ add_counts() { # parses "N passed, N failed" from the last such line of a file
   PASSED=$((PASSED + $(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$line")))
   FAILED=$((FAILED + $(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")))
 }
-cleanup() {
+stop_code_server() {
   if [ -n "$CS_PGID" ]; then
     kill -TERM -- "-$CS_PGID" 2>/dev/null
     for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 -- "-$CS_PGID" 2>/dev/null || break; sleep 0.3; done
     kill -KILL -- "-$CS_PGID" 2>/dev/null
     CS_PGID=""
   fi
+}
+cleanup() {
+  stop_code_server
   if [ -n "$RUN" ] && [ -z "${E2E_KEEP:-}" ]; then rm -rf "$RUN"; fi
 }
 trap cleanup EXIT
@@ -55,7 +62,7 @@ trap 'cleanup; exit 130' INT TERM
 log "setup"
 "$HERE/test/setup.sh" </dev/null || fatal "installing the test dependencies failed"
 
-# ---- 2. build the .vsix ---------------------------------------------------------------------
+# ---- 2. build ------------------------------------------------------------------------------
 log "build"
 cd "$HERE" || fatal "no $HERE"
 LOCK_SUM="$(sha256sum package-lock.json | cut -d' ' -f1)"
@@ -65,9 +72,7 @@ if [ "$(cat node_modules/.planwire-lock.sha256 2>/dev/null)" != "$LOCK_SUM" ]; t
 else
   echo "node_modules up to date with package-lock.json"
 fi
-rm -f planwire.vsix
-npm run package </dev/null || fatal "npm run package failed"
-[ -f planwire.vsix ] || fatal "no planwire.vsix"
+npm run build </dev/null || fatal "npm run build failed"
 
 # ---- 3. unit tests --------------------------------------------------------------------------
 log "unit tests"
@@ -88,9 +93,18 @@ fi
 BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
 "$BIN" --version || true
 
-# ---- 5. end-to-end in code-server -----------------------------------------------------------
-log "end-to-end (code-server + chromium)"
+# ---- 5. the platform-specific .vsix, with the binary inside ----------------------------------
+log "platform .vsix"
 RUN="$(mktemp -d "${TMPDIR:-/tmp}/planwire-vscode-e2e.XXXXXX")"
+# The extension carries its own copy of the binary (stripped: the debug build is large), so a
+# rebuild during the run cannot pull it away.
+strip -o "$RUN/planwire" "$BIN" 2>/dev/null || cp "$BIN" "$RUN/planwire" || fatal "copying $BIN"
+VSIX="$RUN/planwire-test.vsix"
+node scripts/vsix.mjs --bin "$RUN/planwire" --out "$VSIX" --skip-build </dev/null || fatal "building the platform .vsix failed"
+unzip -Z "$VSIX" extension/bin/planwire | grep -q '^-rwx' || fatal "the .vsix does not carry an executable extension/bin/planwire"
+
+# ---- 6. end-to-end in code-server -----------------------------------------------------------
+log "end-to-end (code-server + chromium)"
 mkdir -p "$RUN"/{home,xdg/config,xdg/data,xdg/cache,xdg/state,xdg/runtime,user/User,ext,workspace/src} "$ART"
 chmod 700 "$RUN/xdg/runtime"
 rm -f "$ART"/*.png
@@ -99,9 +113,16 @@ export HOME="$RUN/home" XDG_CONFIG_HOME="$RUN/xdg/config" XDG_DATA_HOME="$RUN/xd
 CODE_SERVER="$CACHE/node_modules/.bin/code-server"
 printf 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n' > "$RUN/config.yaml"
 
-# The test runs its own copy of the binary, so a rebuild during the run cannot pull it away.
-cp "$BIN" "$RUN/planwire" || fatal "copying $BIN"
-BIN="$RUN/planwire"
+# No planwire on the extension host's PATH: the extension must find the bundled binary.
+CLEAN_PATH=""
+IFS=':' read -r -a PATH_DIRS <<<"$PATH"
+for d in "${PATH_DIRS[@]}"; do
+  [ -n "$d" ] && [ ! -e "$d/planwire" ] && CLEAN_PATH="${CLEAN_PATH:+$CLEAN_PATH:}$d"
+done
+
+# A long run for the large-transcript case: 20,000 events at full speed.
+node -e 'import(process.argv[1]).then((m) => console.log(JSON.stringify(m.writeScript(process.argv[2], { events: 20000 }))))' \
+  "$HERE/bench/stream.mjs" "$RUN/long.jsonl" > "$RUN/long.json" </dev/null || fatal "writing the long script failed"
 
 # A small project to plan in.
 cat > "$RUN/workspace/src/main.rs" <<'RS'
@@ -112,7 +133,6 @@ RS
 printf '# demo-project\n\nPrints a greeting.\n' > "$RUN/workspace/README.md"
 cat > "$RUN/user/User/settings.json" <<JSON
 {
-  "planwire.serverPath": "$BIN",
   "planwire.dbPath": "$RUN/planwire.db",
   "planwire.defaultTool": "script",
   "planwire.model": "demo",
@@ -137,12 +157,12 @@ cat > "$RUN/user/User/settings.json" <<JSON
 JSON
 
 "$CODE_SERVER" --config "$RUN/config.yaml" --user-data-dir "$RUN/user" --extensions-dir "$RUN/ext" \
-  --install-extension "$HERE/planwire.vsix" </dev/null || fatal "installing planwire.vsix into code-server failed"
+  --install-extension "$VSIX" </dev/null || fatal "installing the .vsix into code-server failed"
 
 PORT="$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
 TEST_LOG="$RUN/extension-events.jsonl"
 : > "$TEST_LOG"
-VSCODE_CLI=1 PLANWIRE_VSCODE_TEST_LOG="$TEST_LOG" setsid "$CODE_SERVER" \
+PATH="$CLEAN_PATH" VSCODE_CLI=1 PLANWIRE_VSCODE_TEST_LOG="$TEST_LOG" setsid "$CODE_SERVER" \
   --config "$RUN/config.yaml" --user-data-dir "$RUN/user" --extensions-dir "$RUN/ext" \
   --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry --disable-update-check \
   --disable-workspace-trust --disable-getting-started-override "$RUN/workspace" \
@@ -158,11 +178,20 @@ done
 E2E_OUT="$RUN/e2e.out"
 E2E_PORT="$PORT" E2E_RUN="$RUN" E2E_WORKSPACE="$RUN/workspace" E2E_ARTIFACTS="$ART" \
 E2E_CACHE="$CACHE" E2E_TEST_LOG="$TEST_LOG" E2E_CHROMIUM="${E2E_CHROMIUM:-/usr/bin/chromium}" \
+E2E_LONG_SCRIPT="$RUN/long.jsonl" E2E_LONG_INFO="$RUN/long.json" \
   timeout 420 node "$HERE/test/e2e/e2e.mjs" </dev/null 2>&1 | tee "$E2E_OUT"
 add_counts "$E2E_OUT"
 if grep -q 'FAIL' "$E2E_OUT"; then
   echo "--- code-server log (tail)"; tail -n 30 "$RUN/code-server.log"
   echo "--- extension events (tail)"; tail -n 40 "$TEST_LOG"
+fi
+stop_code_server
+
+# ---- 7. benchmark smoke run (checks rows and the plan; never gates on timing) ----------------
+if [ -z "${BENCH_SKIP:-}" ]; then
+  log "benchmark smoke run"
+  bash "$HERE/bench/run.sh" --smoke --vsix "$VSIX" </dev/null 2>&1 | tee "$RUN/bench.out"
+  add_counts "$RUN/bench.out"
 fi
 cleanup
 finish

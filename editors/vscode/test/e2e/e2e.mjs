@@ -5,9 +5,10 @@
 // Each step reports PASS, FAIL or PENDING (a server feature that does not exist yet);
 // the last line is "N passed, N failed".
 
-import { createRequire } from 'node:module';
-import { readFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CHROMIUM_ARGS, chromiumFrom, sleep, waitFor, workbench } from './workbench.mjs';
 
 const env = (k) => {
   const v = process.env[k];
@@ -17,15 +18,14 @@ const env = (k) => {
 const PORT = env('E2E_PORT');
 const WORKSPACE = env('E2E_WORKSPACE');
 const RUN = env('E2E_RUN');
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 const ART = env('E2E_ARTIFACTS');
 const TEST_LOG = env('E2E_TEST_LOG');
-const require = createRequire(join(env('E2E_CACHE'), 'node_modules', 'index.js'));
-const { chromium } = require('playwright-core');
+const chromium = chromiumFrom(env('E2E_CACHE'));
 
 mkdirSync(ART, { recursive: true });
 const results = [];
 const shots = [];
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const t0 = Date.now();
 const stamp = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s`;
 
@@ -37,24 +37,14 @@ function events() {
   }
 }
 
-async function waitFor(what, fn, timeout = 10_000, every = 150) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${what}${last instanceof Error ? ` (${last.message.split('\n')[0]})` : ''}`);
-    await sleep(every);
-  }
-}
-
 class Pending extends Error {}
 
+// E2E_ONLY=regex runs only the matching steps (and the first, which loads the workbench); for
+// working on one step. The suite always runs them all.
+const ONLY = process.env.E2E_ONLY ? new RegExp(process.env.E2E_ONLY) : undefined;
+
 async function step(name, fn) {
+  if (ONLY && results.length && !ONLY.test(name)) return false;
   const start = Date.now();
   try {
     const detail = await fn();
@@ -78,63 +68,8 @@ async function shot(name) {
   return file;
 }
 
-// ---- workbench helpers -------------------------------------------------------------------
-const quickInput = () => page.locator('.quick-input-widget');
-
-async function quickInputVisible() {
-  return quickInput().isVisible();
-}
-
-/** Runs a palette command by its exact label ("planwire: New Ticket"). */
-async function runCommand(label) {
-  // (Escape in the focused tree would clear its selection, so only close an open quick input.)
-  if (await quickInputVisible()) await page.keyboard.press('Escape');
-  await page.keyboard.press('F1');
-  let opened = await waitFor('the command palette', quickInputVisible, 1500).catch(() => false);
-  if (!opened) {
-    // Focus may sit inside a webview that keeps F1: move it to the workbench and try again.
-    await page.locator('.part.sidebar .composite.title').first().click({ timeout: 2000 }).catch(() => undefined);
-    await page.keyboard.press('F1');
-    opened = await waitFor('the command palette', quickInputVisible, 1500).catch(() => false);
-  }
-  if (!opened) {
-    await page.locator('.command-center-center').first().click({ timeout: 2000 });
-    await waitFor('quick open', quickInputVisible, 3000);
-    await page.keyboard.type('>');
-  }
-  await page.keyboard.type(label, { delay: 5 });
-  const row = quickInput().locator('.monaco-list-row').filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${escapeRe(label)}$`) }) }).first();
-  await waitFor(`"${label}" in the palette`, () => row.isVisible(), 5000);
-  await row.click();
-}
-
-function escapeRe(s) {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** Waits for the quick input with a title containing `title`, types `text` and presses Enter. */
-async function answerInput(title, text) {
-  await waitFor(`an input titled "${title}"`, async () => (await quickInputVisible()) && (await quickInput().locator('.quick-input-title').innerText()).includes(title), 6000);
-  const box = quickInput().locator('.quick-input-box input').first();
-  await box.click();
-  if (text) {
-    await box.fill(text);
-    await waitFor(`"${text}" in the input`, async () => (await box.inputValue()) === text, 2000);
-  }
-  await box.press('Enter');
-}
-
-/** Picks the quick pick entry with this label. */
-async function pickItem(label) {
-  const row = quickInput().locator('.monaco-list-row').filter({ has: page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRe(label)}\\s*$`) }) }).first();
-  await waitFor(`"${label}" in the quick pick`, () => row.isVisible(), 6000);
-  await row.click();
-}
-
-const ticketsView = () => page.locator('.pane').filter({ has: page.locator('.pane-header', { hasText: /Tickets/i }) });
-const ticketRow = (title) => ticketsView().locator('.monaco-list-row').filter({ hasText: title }).first();
-/** The tree row whose label is exactly `label` (not one that mentions it in its description). */
-const exactRow = (label) => ticketsView().locator('.monaco-list-row').filter({ has: page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRe(label)}\\s*$`) }) }).first();
+// ---- workbench helpers (the rest are in workbench.mjs) -------------------------------------
+let wb, quickInput, quickInputVisible, runCommand, answerInput, pickItem, ticketsView, ticketRow, exactRow, rowDescription, waitForStatus, transcriptFrame, choosePlanner;
 
 /** Labels of the Tickets tree's rows, top to bottom, with their depth. */
 async function treeRows() {
@@ -163,30 +98,6 @@ async function contextMenu(row, label) {
   await page.keyboard.press('Enter');
 }
 
-async function rowDescription(title) {
-  const row = ticketRow(title);
-  if (!(await row.count())) return '';
-  return (await row.locator('.label-description').first().innerText().catch(() => '')).trim();
-}
-
-async function waitForStatus(title, word, timeout = 15_000) {
-  await waitFor(`"${title}" to be ${word} in the tree`, async () => (await rowDescription(title)).startsWith(word), timeout);
-}
-
-/** The frame of the transcript webview of a ticket. */
-async function transcriptFrame(ticketId) {
-  return waitFor(`the transcript webview of ticket ${ticketId}`, async () => {
-    for (const f of page.frames()) {
-      try {
-        if (await f.locator(`body[data-ticket-id="${ticketId}"]`).count()) return f;
-      } catch {
-        // detached frame
-      }
-    }
-    return undefined;
-  }, 10_000);
-}
-
 function createdTicket(title) {
   const e = events().filter((x) => x.event === 'response' && x.method === 'planwire/createTicket' && x.ok).pop();
   if (!e?.result?.id) throw new Error(`no createTicket response for ${title}`);
@@ -194,32 +105,20 @@ function createdTicket(title) {
 }
 
 async function newTicket(title, description) {
-  await runCommand('planwire: New Ticket');
-  await answerInput('New Ticket (1/2)', title);
-  await answerInput('New Ticket (2/2)', description);
-  await waitFor(`"${title}" in the tree`, async () => (await ticketRow(title).count()) > 0, 8000);
+  await wb.newTicket(title, description);
   return createdTicket(title);
-}
-
-async function choosePlanner(tool, model) {
-  await runCommand('planwire: Choose Planner');
-  await pickItem(tool);
-  await waitFor('the model input', async () => (await quickInputVisible()) && (await quickInput().locator('.quick-input-title').innerText()).includes(`model for ${tool}`), 5000);
-  const box = quickInput().locator('.quick-input-box input').first();
-  await box.fill(model);
-  await waitFor(`"${model}" in the input`, async () => (await box.inputValue()) === model, 2000);
-  await box.press('Enter');
-  await waitFor('the planner setting to be saved', async () => !(await quickInputVisible()), 3000);
 }
 
 // ---- the test ----------------------------------------------------------------------------
 const browser = await chromium.launch({
   executablePath: process.env.E2E_CHROMIUM || '/usr/bin/chromium',
   headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  args: CHROMIUM_ARGS,
 });
 const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
 page = await context.newPage();
+wb = workbench(page);
+({ quickInput, quickInputVisible, runCommand, answerInput, pickItem, ticketsView, ticketRow, exactRow, rowDescription, waitForStatus, transcriptFrame, choosePlanner } = wb);
 page.setDefaultTimeout(5000);
 page.setDefaultNavigationTimeout(30_000);
 
@@ -240,6 +139,15 @@ try {
     }, 5000);
     await shot('01-installed');
     return `status bar "${sb.trim()}"`;
+  });
+
+  await step('the packaged .vsix starts its bundled server (no planwire on PATH, no planwire.serverPath)', async () => {
+    const r = events().find((e) => e.event === 'serverResolved');
+    if (!r) throw new Error('no serverResolved event');
+    if (r.source !== 'bundled') throw new Error(`the server came from ${r.source}: ${r.command}`);
+    if (!r.command.startsWith(join(RUN, 'ext'))) throw new Error(`the bundled server ${r.command} is not in the extensions dir`);
+    if (r.pathHasPlanwire) throw new Error(`planwire is on the extension host's PATH: ${r.pathHasPlanwire}`);
+    return r.command.slice(RUN.length + 1);
   });
 
   await step('create a ticket from the palette (planwire: New Ticket)', async () => {
@@ -306,6 +214,16 @@ try {
     const toast = page.locator('.notification-toast').filter({ hasText: 'has a question' }).first();
     await waitFor('the question notification', () => toast.isVisible(), 15_000);
     await waitForStatus(qTitle, 'needs input', 10_000);
+    // The count of tickets needing input: a badge on the activity bar, and the status bar.
+    const badge = await waitFor('the activity bar badge', async () => {
+      const b = page.locator('.activitybar .action-item').filter({ has: page.locator('.action-label[aria-label^="planwire"]') }).locator('.badge-content').first();
+      return (await b.count()) && (await b.isVisible()) && (await b.innerText()).trim();
+    }, 5000);
+    if (badge !== '1') throw new Error(`the activity bar badge says "${badge}"`);
+    const sbText = await waitFor('the status bar count', async () => {
+      const t = await wb.statusBarText();
+      return /1 needs input/.test(t) && t;
+    }, 5000);
     await shot('04-question-notification');
     await toast.locator('.monaco-button', { hasText: /^Answer$/ }).first().click();
     const q = events().filter((e) => e.event === 'question' && e.ticketId === qId).pop();
@@ -324,15 +242,40 @@ try {
     await waitFor('the ticket to settle', async () => /^(planned|needs input)/.test(await rowDescription(qTitle)), 5000);
     await sleep(300);
     await shot('06-answered');
-    return `answered question ${outcome.questionId} (${JSON.stringify(outcome.answers)}); resumed as run ${outcome.runId}, now "${await rowDescription(qTitle)}"`;
+    return `badge ${badge}, status bar "${sbText}"; answered question ${outcome.questionId} (${JSON.stringify(outcome.answers)}); resumed as run ${outcome.runId}, now "${await rowDescription(qTitle)}"`;
   });
 
   const askTitle = 'Greeting chosen by the agent';
   await step('answer a live question through the QuickPick (options, planwire/answer)', async () => {
     await runCommand('Notifications: Clear All Notifications');
-    await choosePlanner('script', 'ask');
+    // The built-in `ask` script, with a pause before its question: time to put the editor in the
+    // background (another tab in front) before the question arrives.
+    const ask = readFileSync(join(REPO, 'server/scripts/ask.jsonl'), 'utf8').split('\n');
+    const at = ask.findIndex((l) => l.includes('control_request'));
+    ask.splice(at, 0, JSON.stringify({ sleepMs: 4000 }));
+    const askScript = join(RUN, 'ask-later.jsonl');
+    writeFileSync(askScript, ask.join('\n'));
+    await choosePlanner('script', askScript);
     const askId = await newTicket(askTitle, 'Change the greeting; the agent asks which one.');
+    // Playwright makes every page think it has focus; that is switched off for this step.
     await runCommand('planwire: Plan Ticket');
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Emulation.setFocusEmulationEnabled', { enabled: false });
+    const other = await context.newPage();
+    let notified;
+    let background;
+    try {
+      await other.bringToFront();
+      await waitFor('the workbench to lose focus to the other tab', async () => !(await page.evaluate(() => document.hasFocus())), 3000, 100);
+      notified = await waitFor('the question to be notified', () => events().find((e) => e.event === 'questionNotified' && e.ticketId === askId), 15_000);
+      background = !(await page.evaluate(() => document.hasFocus()));
+    } finally {
+      await page.bringToFront();
+      await other.close();
+      await cdp.send('Emulation.setFocusEmulationEnabled', { enabled: true }).catch(() => undefined);
+      await cdp.detach().catch(() => undefined);
+    }
+    if (!background) throw new Error('the workbench came to the front before the question was notified');
     const toast = page.locator('.notification-toast').filter({ hasText: askTitle }).first();
     await waitFor('the question notification', () => toast.isVisible(), 15_000);
     await toast.locator('.monaco-button', { hasText: /^Answer$/ }).first().click();
@@ -358,7 +301,7 @@ try {
     await f.locator('.question-ref').first().scrollIntoViewIfNeeded().catch(() => undefined);
     await sleep(300);
     await shot('08-live-question-answered');
-    return `picked ${JSON.stringify(outcome.answers)} from ${JSON.stringify(labels)}; ticket planned; transcript shows "${shown}"`;
+    return `notified while in the background (VS Code's window state: ${notified.focused ? 'focused' : 'not focused'}); picked ${JSON.stringify(outcome.answers)} from ${JSON.stringify(labels)}; ticket planned; transcript shows "${shown}"`;
   });
 
   // ---- stop a slow run ----
@@ -526,6 +469,58 @@ try {
     return `ticket ${del.ticketId} deleted (deleted: ${del.deleted})`;
   });
 
+  // ---- a long run: 20,000 events ----
+  await step('a 20,000-event run: every event\'s row shown exactly once, and the plan', async () => {
+    const info = JSON.parse(readFileSync(env('E2E_LONG_INFO'), 'utf8'));
+    await runCommand('Notifications: Clear All Notifications');
+    await runCommand('View: Close All Editors');
+    await choosePlanner('script', env('E2E_LONG_SCRIPT'));
+    const longTitle = 'A very long investigation';
+    const longId = await newTicket(longTitle, 'Twenty thousand events.');
+    await runCommand('planwire: Plan Ticket');
+    const f = await transcriptFrame(longId);
+    await waitForStatus(longTitle, 'planned', 180_000);
+    await waitFor('the plan in the webview', () => f.locator('section.plan').isVisible(), 30_000);
+    const foot = f.locator('footer.run-foot').last();
+    await waitFor('the footer to reach the server\'s last seq', async () => {
+      const [a, s] = await Promise.all(['data-applied', 'data-server-last-seq'].map((k) => foot.getAttribute(k)));
+      return a === s && Number(s) === info.lines;
+    }, 30_000);
+    const seen = await f.evaluate(() => {
+      const count = (sel, re) => {
+        const n = {};
+        for (const el of document.querySelectorAll(sel)) {
+          const m = re.exec(sel === '.text' ? el.textContent.trim() : el.dataset.key || '');
+          if (m) n[m[1]] = (n[m[1]] || 0) + 1;
+        }
+        return n;
+      };
+      const ids = [...document.querySelectorAll('[id]')].map((e) => e.id);
+      return {
+        steps: count('.text', /^step (\d+):/),
+        calls: count('details.tool', /toolu_bench_(\d+)$/),
+        completed: document.querySelectorAll('details.tool.tool-completed').length,
+        ids: ids.length,
+        uniqueIds: new Set(ids).size,
+        chunks: document.querySelectorAll('.chunk').length,
+        status: document.querySelector('.run-status:last-of-type')?.textContent ?? '',
+      };
+    });
+    const wrong = [];
+    for (let k = 0; k < info.cycles && wrong.length < 5; k++) {
+      if (seen.steps[k] !== 1) wrong.push(`step ${k} ×${seen.steps[k] ?? 0}`);
+      if (seen.calls[k] !== 1) wrong.push(`call ${k} ×${seen.calls[k] ?? 0}`);
+    }
+    if (Object.keys(seen.steps).length !== info.cycles || Object.keys(seen.calls).length !== info.cycles) wrong.push(`${Object.keys(seen.steps).length} steps and ${Object.keys(seen.calls).length} calls, expected ${info.cycles}`);
+    if (seen.completed !== info.cycles) wrong.push(`${seen.completed} calls with their result`);
+    if (seen.ids !== seen.uniqueIds) wrong.push(`${seen.ids - seen.uniqueIds} repeated element ids`);
+    if (wrong.length) throw new Error(wrong.join('; '));
+    // The tree and the status bar are not left saying planning.
+    await waitFor('the status bar to stop saying planning', async () => !/planning/.test(await wb.statusBarText()), 10_000);
+    await shot('20-long-run');
+    return `${info.lines} events: ${info.cycles} texts and ${info.cycles} calls, each shown once, in ${seen.chunks} chunks; plan shown`;
+  });
+
   // ---- project memory ----
   const memoryText = 'Greetings are configured in greeting.toml';
   await step('add a project memory entry (planwire: Add Memory Entry) and see it in the tree, then remove it', async () => {
@@ -562,6 +557,7 @@ try {
     const links = (await treeRows()).find((r) => r.label === 'Linked projects');
     return `Linked projects shows "${links?.description}"`;
   });
+
 } finally {
   await browser.close().catch(() => undefined);
 }
