@@ -15,6 +15,7 @@
 //
 // Usage: node bench/bench.mjs --vsix planwire.vsix [--bin path/to/planwire] [--sizes 2000,20000]
 //          [--runs 3] [--rate 1000] [--label after] [--out results.json] [--keep]
+//        node bench/bench.mjs --report results.json…   (one table from runs saved with --out)
 // Env: BENCH_CACHE (holds code-server and playwright-core; default <repo>/.cache/vscode-e2e),
 //      BENCH_CHROMIUM (default /usr/bin/chromium).
 
@@ -25,16 +26,18 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CHROMIUM_ARGS, chromiumFrom, sleep, waitFor, workbench } from '../test/e2e/workbench.mjs';
-import { LAST_MARK, writeScript } from './stream.mjs';
+import { LAST_MARK, rowProblems, shownRows, writeScript } from './stream.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, '../../..');
 
 function parseArgs(argv) {
-  const o = { sizes: [2000, 20000], runs: 3, rate: 1000, label: '', out: '', keep: false, vsix: '', bin: '', timeoutS: 900 };
+  const o = { sizes: [2000, 20000], runs: 3, rate: 1000, label: '', out: '', keep: false, vsix: '', bin: '', timeoutS: 900, report: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => argv[++i];
+    if (a === '--report') o.report.push(...argv.slice(i + 1).map((f) => resolve(f)));
+    if (a === '--report') break;
     if (a === '--sizes') o.sizes = next().split(',').map(Number);
     else if (a === '--runs') o.runs = Number(next());
     else if (a === '--rate') o.rate = Number(next());
@@ -46,7 +49,7 @@ function parseArgs(argv) {
     else if (a === '--keep') o.keep = true;
     else throw new Error(`unknown argument ${a}`);
   }
-  if (!o.vsix) throw new Error('--vsix is required (--bin sets planwire.serverPath; without it the .vsix must carry the binary)');
+  if (!o.vsix && !o.report.length) throw new Error('--vsix is required (--bin sets planwire.serverPath; without it the .vsix must carry the binary)');
   return o;
 }
 
@@ -221,27 +224,13 @@ function collectProbes() {
   return { lag: b.lag, longTasks: b.longTasks };
 }
 
-/** What the transcript shows: each step's text rows, each call's rows, the run footer. */
-function readTranscript(mark) {
-  const steps = {};
-  for (const el of document.querySelectorAll('.text')) {
-    const m = /^step (\d+):/.exec(el.textContent.trim());
-    if (m) steps[m[1]] = (steps[m[1]] || 0) + 1;
-  }
-  const calls = {};
-  let withResult = 0;
-  for (const el of document.querySelectorAll('details.tool')) {
-    const m = /toolu_bench_(\d+)$/.exec(el.dataset.key || '');
-    if (m) calls[m[1]] = (calls[m[1]] || 0) + 1;
-    if (el.classList.contains('tool-completed')) withResult++;
-  }
+/** The run footer's counts, the stamped last line as shown, the plan's title. */
+function readEnd(mark) {
   const foot = document.querySelector('footer.run-foot');
   const last = new RegExp(`${mark}(\\d+)`).exec(document.body.textContent);
   return {
-    steps, calls, withResult,
     applied: Number(foot?.getAttribute('data-applied')), serverLastSeq: Number(foot?.getAttribute('data-server-last-seq')),
     lastLineNs: last ? last[1] : null, planTitle: document.querySelector('.plan-title')?.textContent.trim() ?? '',
-    status: document.querySelector('.run-status')?.textContent.trim() ?? '',
   };
 }
 
@@ -252,16 +241,9 @@ function pct(xs, p) {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 }
 
-function checkRows(seen, cycles) {
-  const problems = [];
-  for (let k = 0; k < cycles; k++) {
-    if (seen.steps[k] !== 1) problems.push(`step ${k} shown ${seen.steps[k] ?? 0} times`);
-    if (seen.calls[k] !== 1) problems.push(`call ${k} shown ${seen.calls[k] ?? 0} times`);
-    if (problems.length > 5) break;
-  }
-  if (Object.keys(seen.steps).length !== cycles) problems.push(`${Object.keys(seen.steps).length} distinct steps, expected ${cycles}`);
-  if (seen.withResult !== cycles) problems.push(`${seen.withResult} calls show a result, expected ${cycles}`);
-  if (!(seen.applied > 0 && seen.applied === seen.serverLastSeq)) problems.push(`footer: ${seen.applied} applied, server last seq ${seen.serverLastSeq}`);
+function checkRows(rows, end, cycles) {
+  const problems = rowProblems(rows, cycles);
+  if (!(end.applied > 0 && end.applied === end.serverLastSeq)) problems.push(`footer: ${end.applied} applied, server last seq ${end.serverLastSeq}`);
   return problems;
 }
 
@@ -325,7 +307,8 @@ async function oneRun(size, index) {
     if (!after) throw new Error(`the plan was not shown within ${opts.timeoutS} s (plan ${!!planEpoch}, tree ${!!treeDoneMono}, status bar ${!!statusDoneMono})`);
     const webviewProbes = await frame.evaluate(collectProbes);
     const workbenchProbes = await page.evaluate(collectProbes);
-    const seen = await frame.evaluate(readTranscript, LAST_MARK);
+    const rows = await frame.evaluate(shownRows);
+    const seen = await frame.evaluate(readEnd, LAST_MARK);
     const lastLineMono = seen.lastLineNs ? Number(BigInt(seen.lastLineNs) / 1000n) / 1000 : NaN;
     const events = seen.serverLastSeq;
     // CPU per class, over the run (processes that started during it counted from zero).
@@ -353,7 +336,7 @@ async function oneRun(size, index) {
       webviewLongTasks: { count: webviewProbes.longTasks.length, p95: pct(webviewProbes.longTasks, 95), max: Math.max(0, ...webviewProbes.longTasks), totalMs: webviewProbes.longTasks.reduce((a, b) => a + b, 0) },
       peakMb: peakByClass,
       perProcess,
-      problems: checkRows(seen, info.cycles),
+      problems: checkRows(rows, seen, info.cycles),
       planTitle: seen.planTitle,
     });
     if (seen.planTitle !== info.planTitle) result.problems.push(`plan title "${seen.planTitle}"`);
@@ -383,6 +366,8 @@ function report(results) {
   lines.push(`| --- | ${sizes.map(() => '---').join(' | ')} |`);
   row('plan shown after the last line, s', (r) => r.planShownAfterLastLineS);
   row('tree says planned after the last line, s', (r) => r.treePlannedAfterLastLineS);
+  row('status bar stops saying planning, s', (r) => r.statusBarIdleAfterLastLineS);
+  row('plan command → last line, s (stream)', (r) => r.streamS);
   row('editor CPU per event, ms', (r) => r.cpuMsPerEvent.editor, 3);
   for (const c of ['renderer', 'extension host', 'chromium other', 'code-server other', 'sidecar']) row(`  ${c}, ms/event`, (r) => r.cpuMsPerEvent[c] ?? 0, 3);
   row('workbench lag p95, ms', (r) => r.workbenchLag.p95, 0);
@@ -392,6 +377,7 @@ function report(results) {
   row('workbench long tasks, total ms', (r) => r.workbenchLongTasks.totalMs, 0);
   row('peak renderer (max of processes), MB', (r) => r.peakMb.renderer ?? 0, 0);
   row('peak extension host, MB', (r) => r.peakMb['extension host'] ?? 0, 0);
+  row('load average at start', (r) => Number(String(r.load).split(' ')[0]), 1);
   if (sizes.length === 2) {
     const [a, b] = sizes;
     const ratio = (fn) => median(get(b, fn)) / median(get(a, fn));
@@ -399,6 +385,13 @@ function report(results) {
     lines.push(`CPU per event, ${b} ÷ ${a}: editor ${f(ratio((r) => r.cpuMsPerEvent.editor))}, renderer ${f(ratio((r) => r.cpuMsPerEvent.renderer ?? 0))}, extension host ${f(ratio((r) => r.cpuMsPerEvent['extension host'] ?? 0))}`);
   }
   return lines.join('\n');
+}
+
+if (opts.report.length) {
+  const saved = opts.report.map((f) => JSON.parse(readFileSync(f, 'utf8')));
+  opts.label = [...new Set(saved.map((x) => x.label).filter(Boolean))].join(', ');
+  console.log(report(saved.flatMap((x) => x.results)));
+  process.exit(0);
 }
 
 const results = [];

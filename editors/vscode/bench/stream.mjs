@@ -84,3 +84,40 @@ export function writeScript(path, { events, linesPerSecond = 0 }) {
   writeFileSync(path, out.join('\n') + '\n');
   return { cycles, lines: lines.length, planTitle: PLAN.title, streamMs: stamp ? Math.round((lines.length * 1000) / linesPerSecond) : 0 };
 }
+
+/**
+ * Runs in the transcript webview (pass it to playwright's `frame.evaluate`): how often each
+ * "step K" text and each call's row appear, calls with their result, and element ids.
+ */
+export function shownRows() {
+  const count = (sel, re, of) => {
+    const n = {};
+    for (const el of document.querySelectorAll(sel)) {
+      const m = re.exec(of(el));
+      if (m) n[m[1]] = (n[m[1]] || 0) + 1;
+    }
+    return n;
+  };
+  const ids = [...document.querySelectorAll('[id]')].map((e) => e.id);
+  return {
+    steps: count('.text', /^step (\d+):/, (el) => el.textContent.trim()),
+    calls: count('details.tool', /toolu_bench_(\d+)$/, (el) => el.dataset.key || ''),
+    completed: document.querySelectorAll('details.tool.tool-completed').length,
+    ids: ids.length,
+    uniqueIds: new Set(ids).size,
+    chunks: document.querySelectorAll('.chunk').length,
+  };
+}
+
+/** Where the rows differ from each of `cycles` texts and calls shown once, with its result. */
+export function rowProblems(seen, cycles) {
+  const wrong = [];
+  for (let k = 0; k < cycles && wrong.length < 5; k++) {
+    if (seen.steps[k] !== 1) wrong.push(`step ${k} shown ${seen.steps[k] ?? 0} times`);
+    if (seen.calls[k] !== 1) wrong.push(`call ${k} shown ${seen.calls[k] ?? 0} times`);
+  }
+  if (Object.keys(seen.steps).length !== cycles || Object.keys(seen.calls).length !== cycles) wrong.push(`${Object.keys(seen.steps).length} steps and ${Object.keys(seen.calls).length} calls, expected ${cycles}`);
+  if (seen.completed !== cycles) wrong.push(`${seen.completed} calls show their result, expected ${cycles}`);
+  if (seen.ids !== seen.uniqueIds) wrong.push(`${seen.ids - seen.uniqueIds} repeated element ids`);
+  return wrong;
+}

@@ -20,7 +20,14 @@ import { testLog } from './testlog';
 export const VIEW_TYPE = 'planwire.transcript';
 const PAGE = 2000;
 /** Updates are coalesced for this long: a burst of events becomes one patch. */
-const FLUSH_MS = 50;
+const FLUSH_MS = 100;
+/**
+ * Patches sent and not yet applied by the webview, at most: while the renderer is behind, changes
+ * gather in the reducer and go as one larger patch, so no backlog of messages builds up. A
+ * webview that does not answer (hidden, reloading) gets the next patch after ACK_WAIT_MS.
+ */
+const MAX_IN_FLIGHT = 2;
+const ACK_WAIT_MS = 2000;
 
 /** The folders a transcript webview may load from: its stylesheet and icon, and its script. */
 function resourceRoots(extensionUri: vscode.Uri): vscode.Uri[] {
@@ -43,6 +50,10 @@ abstract class RunsPanel implements vscode.Disposable {
   private gen = 0;
   /** The webview's script has started (it says `ready`); until then nothing is posted. */
   private ready = false;
+  /** Numbers the resets and patches sent; `applied` is the last the webview has applied. */
+  private sent = 0;
+  private applied = 0;
+  private sentAt = 0;
   protected disposed = false;
   protected readonly subs: vscode.Disposable[] = [];
 
@@ -58,12 +69,18 @@ abstract class RunsPanel implements vscode.Disposable {
     panel.webview.html = this.shell();
     this.subs.push(
       panel.onDidDispose(() => this.dispose()),
-      panel.webview.onDidReceiveMessage((m: { type: string; cmd?: string; questionId?: number; ticketId?: number }) => {
+      panel.webview.onDidReceiveMessage((m: { type: string; cmd?: string; questionId?: number; ticketId?: number; n?: number }) => {
         if (m.type === 'ready') {
           // A new page (first open, or reloaded after being hidden): draw it whole.
           this.ready = true;
+          this.applied = this.sent;
           this.page.invalidate();
           this.render(true);
+        }
+        if (m.type === 'applied' && typeof m.n === 'number' && m.n > this.applied) {
+          const waiting = this.sent - this.applied >= MAX_IN_FLIGHT;
+          this.applied = m.n;
+          if (waiting) this.render(true);
         }
         if (m.type === 'command' && m.cmd) this.command(m.cmd, m);
       }),
@@ -164,6 +181,7 @@ abstract class RunsPanel implements vscode.Disposable {
       .finally(() => {
         this.fetching.delete(runId);
         this.transcript(runId).syncing = false;
+        this.render();
       });
     this.fetching.set(runId, p);
     return p;
@@ -221,21 +239,38 @@ abstract class RunsPanel implements vscode.Disposable {
     }, FLUSH_MS);
   }
 
-  /** Sends what changed since the last flush; the whole page when the webview has none yet. */
+  /**
+   * Sends what changed since the last flush; the whole page when the webview has none yet. A
+   * page opened after a long run is drawn once its catch-up is done, in one pass.
+   */
   private flush(): void {
     if (this.disposed || !this.ready) return;
+    if (this.sent - this.applied >= MAX_IN_FLIGHT) {
+      // The renderer is behind: try again when it says it applied one (or after a while).
+      const wait = this.sentAt + ACK_WAIT_MS - Date.now();
+      if (wait > 0) {
+        this.renderTimer ??= setTimeout(() => {
+          this.renderTimer = undefined;
+          this.flush();
+        }, wait);
+        return;
+      }
+    }
     const view = this.view();
     if (!view) return;
     const ops = this.page.patch(view);
     if (!ops) {
+      if (this.fetching.size) return;
       this.gen++;
-      this.post({ type: 'reset', gen: this.gen, html: this.page.reset(view), status: view.status });
+      this.post({ type: 'reset', gen: this.gen, n: ++this.sent, html: this.page.reset(view), status: view.status });
+      testLog({ event: 'draw', ...this.logKey(), kind: 'reset', gen: this.gen });
       return;
     }
-    if (ops.length) this.post({ type: 'patch', gen: this.gen, ops, status: view.status });
+    if (ops.length) this.post({ type: 'patch', gen: this.gen, n: ++this.sent, ops, status: view.status });
   }
 
   protected post(m: ToWebview): void {
+    if (m.type !== 'error') this.sentAt = Date.now();
     void this.panel.webview.postMessage(m);
   }
 

@@ -15,7 +15,7 @@ STAMP="$CACHE/.installed-code-server-$CODE_SERVER_VERSION-playwright-$PLAYWRIGHT
 log() { printf '[setup] %s\n' "$*"; }
 
 # --- Debian packages -------------------------------------------------------------------------
-PKGS=(g++ make python3 libkrb5-dev ripgrep chromium ca-certificates)
+PKGS=(g++ make python3 libkrb5-dev ripgrep chromium ca-certificates unzip binutils)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

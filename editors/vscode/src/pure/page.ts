@@ -17,10 +17,13 @@ export type Op =
   /** Opens or closes a `<details>` unless the reader toggled it. */
   | { op: 'fold'; id: string; key: string; open: boolean };
 
-/** Messages to the webview. `gen` numbers resets; a patch of an older page is ignored. */
+/**
+ * Messages to the webview. `gen` numbers resets; a patch of an older page is ignored. `n`
+ * numbers the resets and patches of the panel; the webview answers `{ type: 'applied', n }`.
+ */
 export type ToWebview =
-  | { type: 'reset'; gen: number; html: string; status: string }
-  | { type: 'patch'; gen: number; ops: Op[]; status: string }
+  | { type: 'reset'; gen: number; n: number; html: string; status: string }
+  | { type: 'patch'; gen: number; n: number; ops: Op[]; status: string }
   | { type: 'error'; message: string };
 
 /** The id of a part: the first id attribute of its root element. */

@@ -32,6 +32,18 @@ export function markdown(text: string): string {
   return md.render(text);
 }
 
+/** The page's parts are rendered on every update: their larger markdown is kept, not redone. */
+const partMarkdown = new Map<string, string>();
+function cachedMarkdown(text: string): string {
+  let html = partMarkdown.get(text);
+  if (html === undefined) {
+    html = markdown(text);
+    if (partMarkdown.size >= 32) partMarkdown.delete(partMarkdown.keys().next().value as string);
+    partMarkdown.set(text, html);
+  }
+  return html;
+}
+
 export const STATUS_WORDS: Record<string, string> = {
   draft: 'draft',
   queued: 'queued',
@@ -248,7 +260,7 @@ export function renderPlan(plan: Plan): string {
       : '';
   return `<section class="plan" id="plan"><div class="plan-label">Plan</div>` +
     `<h1 class="plan-title">${esc(plan.title || 'Plan')}</h1>` +
-    `<div class="md">${markdown(plan.description || '')}</div>` +
+    `<div class="md">${cachedMarkdown(plan.description || '')}</div>` +
     list('Acceptance criteria', plan.acceptanceCriteria, 'criteria') +
     list('Open questions', plan.openQuestions, 'open-questions') +
     list('Dependencies', plan.dependencies, 'dependencies') +
@@ -308,7 +320,7 @@ export function ticketPage(view: TicketView): PageSpec {
     `<div class="meta dim">#${ticket.id} · ${esc(planner)} · ${esc(ticket.root)}</div>` +
     `<div class="actions">${actions(ticket)}</div>` +
     (ticket.description.trim()
-      ? `<details class="description" id="${domId('description')}" data-key="description"${view.runs.length ? '' : ' open'}><summary>Description</summary><div class="md">${markdown(ticket.description)}</div></details>`
+      ? `<details class="description" id="${domId('description')}" data-key="description"${view.runs.length ? '' : ' open'}><summary>Description</summary><div class="md">${cachedMarkdown(ticket.description)}</div></details>`
       : '') +
     `</header>`;
   const noRuns = part('empty', view.runs.length ? '' : `<div class="dim empty-state">Not planned yet. Run <b>Plan</b> to start.</div>`);
@@ -344,7 +356,7 @@ export function breakdownPage(view: BreakdownView): PageSpec {
     `<div class="meta dim">Initiative · breakdown run #${run.id} · ${esc(planner)}${run.root ? ` · ${esc(run.root)}` : ''}</div>` +
     `<div class="actions">${active ? '<button data-cmd="stopRun" class="secondary">Stop</button>' : ''}</div>` +
     (view.description?.trim()
-      ? `<details class="description" id="${domId('description')}" data-key="description" open><summary>Initiative</summary><div class="md">${markdown(view.description)}</div></details>`
+      ? `<details class="description" id="${domId('description')}" data-key="description" open><summary>Initiative</summary><div class="md">${cachedMarkdown(view.description)}</div></details>`
       : '') +
     `</header>`;
   const tickets = view.tickets.length

@@ -1,6 +1,7 @@
 // The transcript webview's script (bundled to dist/webview.js). The extension sends a `reset`
 // (the whole page in one string) when the page is opened or reloaded, then `patch`es: rows to
-// append, rows or parts to replace (pure/page.ts). Rows go into chunks of CHUNK_ROWS whose
+// append, rows or parts to replace (pure/page.ts). Patches that arrive between two frames are
+// applied together in the next one. Rows go into chunks of CHUNK_ROWS whose
 // layout the browser skips while they are off screen (`content-visibility: auto` in
 // transcript.css), so appending stays cheap however long the transcript is.
 // The reader's place is kept: rows they opened or closed stay so across updates and reloads, the
@@ -107,7 +108,35 @@ function apply(ops: Op[]): void {
   }
 }
 
+/** Patches not applied yet: they are applied together, once per frame (one layout). */
+const queued: Op[][] = [];
+let frame = false;
+/** The last reset or patch applied, acknowledged to the extension (which paces itself by it). */
+let appliedN = 0;
+
+function schedule(): void {
+  if (frame) return;
+  frame = true;
+  const run = () => {
+    if (!frame) return;
+    frame = false;
+    const follow = atBottom();
+    for (const ops of queued.splice(0)) apply(ops);
+    if (follow) window.scrollTo(0, document.documentElement.scrollHeight);
+    vscode.postMessage({ type: 'applied', n: appliedN });
+  };
+  requestAnimationFrame(run);
+  // A page that is not painted gets no frames.
+  setTimeout(run, 100);
+}
+
+/** The page's status on <body>, written only when it changes (a write restyles the page). */
+function setStatus(status: string): void {
+  if (document.body.dataset.status !== status) document.body.dataset.status = status;
+}
+
 function reset(html: string): void {
+  queued.length = 0;
   root.innerHTML = html;
   for (const key of Object.keys(toggled)) applyToggle(key);
   if (stuck || scrollY === undefined) window.scrollTo(0, document.documentElement.scrollHeight);
@@ -120,13 +149,15 @@ window.addEventListener('message', (e: MessageEvent<ToWebview>) => {
   if (m.type === 'reset') {
     gen = m.gen;
     reset(m.html);
-    document.body.dataset.status = m.status || '';
+    setStatus(m.status || '');
+    appliedN = m.n;
+    vscode.postMessage({ type: 'applied', n: m.n });
   } else if (m.type === 'patch') {
     if (m.gen !== gen) return;
-    const follow = atBottom();
-    apply(m.ops);
-    document.body.dataset.status = m.status || '';
-    if (follow) window.scrollTo(0, document.documentElement.scrollHeight);
+    queued.push(m.ops);
+    setStatus(m.status || '');
+    appliedN = m.n;
+    schedule();
   } else if (m.type === 'error') {
     const div = document.createElement('div');
     div.className = 'error';
