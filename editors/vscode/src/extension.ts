@@ -538,6 +538,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
       panels.refreshRun(runId);
       await vscode.commands.executeCommand('planwire.tickets.focus');
+      // Revealing a ticket expands its initiative, whatever the tree made of the row while it
+      // had no tickets yet; then the initiative is selected.
+      const first = store.initiativeTickets(runId)[0];
+      if (first) await tree.reveal(first);
       await tree.revealNode(tree.initiativeNode(runId, root), 1);
       testLog({ event: 'breakdownTickets', runId, tickets: store.initiativeTickets(runId).map((t) => ({ id: t.id, title: t.title, dependsOn: t.dependsOn ?? [] })) });
       void vscode.window

@@ -179,7 +179,7 @@ E2E_OUT="$RUN/e2e.out"
 E2E_PORT="$PORT" E2E_RUN="$RUN" E2E_WORKSPACE="$RUN/workspace" E2E_ARTIFACTS="$ART" \
 E2E_CACHE="$CACHE" E2E_TEST_LOG="$TEST_LOG" E2E_CHROMIUM="${E2E_CHROMIUM:-/usr/bin/chromium}" \
 E2E_LONG_SCRIPT="$RUN/long.jsonl" E2E_LONG_INFO="$RUN/long.json" \
-  timeout 420 node "$HERE/test/e2e/e2e.mjs" </dev/null 2>&1 | tee "$E2E_OUT"
+  timeout 900 node "$HERE/test/e2e/e2e.mjs" </dev/null 2>&1 | tee "$E2E_OUT"
 add_counts "$E2E_OUT"
 if grep -q 'FAIL' "$E2E_OUT"; then
   echo "--- code-server log (tail)"; tail -n 30 "$RUN/code-server.log"
