@@ -7,7 +7,8 @@
 //   - CPU per event of each process (renderer(s), extension host, the rest of code-server and
 //     Chromium; the sidecar and the replayer for reference), from /proc/PID/stat;
 //   - responsiveness during the stream: the workbench's main-thread lag (a 50 ms timer's
-//     lateness) and long tasks, and the webview's long tasks;
+//     lateness) and long tasks, and the webview's long tasks; as a control, the same lag over
+//     5 s with nothing streaming (what the machine's load alone does);
 //   - peak memory (VmHWM) per process;
 //   - that every event's row is shown exactly once (each "step K" text once, each call's row
 //     once, with its result), and the run footer's count equals the server's last seq.
@@ -274,6 +275,15 @@ async function oneRun(size, index) {
     await wb.newTicket(title, 'A long planning run.');
     await sleep(1000);
     await page.evaluate(installProbes, false);
+    // A control: the workbench's lag with nothing streaming, on this machine, right now.
+    await sleep(5000);
+    const idleLag = await page.evaluate(() => {
+      const b = window.__pwBench;
+      const lag = b.lag;
+      b.lag = [];
+      b.longTasks = [];
+      return lag;
+    });
     const before = processTree();
     const t0 = monoMs();
     await wb.runCommand('planwire: Plan Ticket');
@@ -332,6 +342,7 @@ async function oneRun(size, index) {
       streamS: (lastLineMono - t0) / 1000,
       cpuMsPerEvent: { editor: editorMs / events, ...Object.fromEntries(Object.entries(byClass).map(([c, ms]) => [c, ms / events])) },
       workbenchLag: { p95: pct(workbenchProbes.lag, 95), max: Math.max(0, ...workbenchProbes.lag), samples: workbenchProbes.lag.length },
+      idleWorkbenchLag: { p95: pct(idleLag, 95), max: Math.max(0, ...idleLag), samples: idleLag.length },
       workbenchLongTasks: { count: workbenchProbes.longTasks.length, p95: pct(workbenchProbes.longTasks, 95), max: Math.max(0, ...workbenchProbes.longTasks), totalMs: workbenchProbes.longTasks.reduce((a, b) => a + b, 0) },
       webviewLongTasks: { count: webviewProbes.longTasks.length, p95: pct(webviewProbes.longTasks, 95), max: Math.max(0, ...webviewProbes.longTasks), totalMs: webviewProbes.longTasks.reduce((a, b) => a + b, 0) },
       peakMb: peakByClass,
@@ -372,6 +383,7 @@ function report(results) {
   for (const c of ['renderer', 'extension host', 'chromium other', 'code-server other', 'sidecar']) row(`  ${c}, ms/event`, (r) => r.cpuMsPerEvent[c] ?? 0, 3);
   row('workbench lag p95, ms', (r) => r.workbenchLag.p95, 0);
   row('workbench lag max, ms', (r) => r.workbenchLag.max, 0);
+  row('  control: idle workbench lag p95, ms', (r) => r.idleWorkbenchLag?.p95 ?? NaN, 0);
   row('webview long tasks, count', (r) => r.webviewLongTasks.count, 0);
   row('webview long task max, ms', (r) => r.webviewLongTasks.max, 0);
   row('workbench long tasks, total ms', (r) => r.workbenchLongTasks.totalMs, 0);
@@ -383,6 +395,9 @@ function report(results) {
     const ratio = (fn) => median(get(b, fn)) / median(get(a, fn));
     lines.push('');
     lines.push(`CPU per event, ${b} ÷ ${a}: editor ${f(ratio((r) => r.cpuMsPerEvent.editor))}, renderer ${f(ratio((r) => r.cpuMsPerEvent.renderer ?? 0))}, extension host ${f(ratio((r) => r.cpuMsPerEvent['extension host'] ?? 0))}`);
+    // What each event past the first `a` cost: fixed costs (opening the panel) cancel out.
+    const marginal = (c) => (median(get(b, (r) => (r.cpuMsPerEvent[c] ?? 0) * r.events)) - median(get(a, (r) => (r.cpuMsPerEvent[c] ?? 0) * r.events))) / (b - a);
+    lines.push(`Marginal CPU per event from ${a} to ${b} events, ms: editor ${f(marginal('editor'), 3)}, renderer ${f(marginal('renderer'), 3)}, extension host ${f(marginal('extension host'), 3)}`);
   }
   return lines.join('\n');
 }

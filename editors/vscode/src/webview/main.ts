@@ -1,7 +1,7 @@
 // The transcript webview's script (bundled to dist/webview.js). The extension sends a `reset`
 // (the whole page in one string) when the page is opened or reloaded, then `patch`es: rows to
-// append, rows or parts to replace (pure/page.ts). Patches that arrive between two frames are
-// applied together in the next one. Rows go into chunks of CHUNK_ROWS whose
+// append, rows or parts to replace (pure/page.ts). Patches are applied in the next frame, a
+// few milliseconds of work per frame at most, so the workbench's thread is never held long. Rows go into chunks of CHUNK_ROWS whose
 // layout the browser skips while they are off screen (`content-visibility: auto` in
 // transcript.css), so appending stays cheap however long the transcript is.
 // The reader's place is kept: rows they opened or closed stay so across updates and reloads, the
@@ -76,42 +76,49 @@ function replace(id: string, html: string): void {
   applyToggle(keyOf(id));
 }
 
-function apply(ops: Op[]): void {
-  for (let i = 0; i < ops.length; ) {
-    const op = ops[i];
-    if (op.op === 'append') {
-      // A run of appends to one container is inserted in one go (per chunk).
-      const run: Extract<Op, { op: 'append' }>[] = [];
-      while (i < ops.length) {
-        const o = ops[i];
-        if (o.op !== 'append' || o.parent !== op.parent) break;
-        // A row already shown is replaced, never doubled.
-        if (document.getElementById(o.id)) {
-          if (run.length) break;
-          replace(o.id, o.html);
-        } else run.push(o);
-        i++;
-      }
-      const parent = document.getElementById(op.parent);
-      if (parent && run.length) {
-        appendRows(parent, run);
-        for (const o of run) applyToggle(keyOf(o.id));
-      }
-      continue;
+/** Appends to one container inserted in one go: at most a chunk's worth, to keep tasks short. */
+const MAX_GROUP = CHUNK_ROWS;
+
+/** Applies the op at `i` (a run of appends to one container together); returns the next index. */
+function applyStep(ops: Op[], i: number): number {
+  const op = ops[i];
+  if (op.op === 'append') {
+    const run: Extract<Op, { op: 'append' }>[] = [];
+    while (i < ops.length && run.length < MAX_GROUP) {
+      const o = ops[i];
+      if (o.op !== 'append' || o.parent !== op.parent) break;
+      // A row already shown is replaced, never doubled.
+      if (document.getElementById(o.id)) {
+        if (run.length) break;
+        replace(o.id, o.html);
+      } else run.push(o);
+      i++;
     }
-    if (op.op === 'replace') replace(op.id, op.html);
-    else if (op.op === 'fold' && !Object.prototype.hasOwnProperty.call(toggled, op.key)) {
-      const el = document.getElementById(op.id);
-      if (el instanceof HTMLDetailsElement) el.open = op.open;
+    const parent = document.getElementById(op.parent);
+    if (parent && run.length) {
+      appendRows(parent, run);
+      for (const o of run) applyToggle(keyOf(o.id));
     }
-    i++;
+    return i;
   }
+  if (op.op === 'replace') replace(op.id, op.html);
+  else if (op.op === 'fold' && !Object.prototype.hasOwnProperty.call(toggled, op.key)) {
+    const el = document.getElementById(op.id);
+    if (el instanceof HTMLDetailsElement) el.open = op.open;
+  }
+  return i + 1;
 }
 
-/** Patches not applied yet: they are applied together, once per frame (one layout). */
-const queued: Op[][] = [];
+/**
+ * Ops received and not applied yet, in order. They are applied once per frame, within a time
+ * budget, so that the workbench (which shares this thread) never waits long for it; the rest
+ * waits for the next frame. The extension is told once all of a patch is applied.
+ */
+const FRAME_BUDGET_MS = 8;
+const pending: Op[] = [];
+let next = 0;
 let frame = false;
-/** The last reset or patch applied, acknowledged to the extension (which paces itself by it). */
+/** The last reset or patch received; acknowledged once applied (the extension paces itself). */
 let appliedN = 0;
 
 function schedule(): void {
@@ -121,8 +128,15 @@ function schedule(): void {
     if (!frame) return;
     frame = false;
     const follow = atBottom();
-    for (const ops of queued.splice(0)) apply(ops);
+    const deadline = performance.now() + FRAME_BUDGET_MS;
+    while (next < pending.length && performance.now() < deadline) next = applyStep(pending, next);
     if (follow) window.scrollTo(0, document.documentElement.scrollHeight);
+    if (next < pending.length) {
+      schedule();
+      return;
+    }
+    pending.length = 0;
+    next = 0;
     vscode.postMessage({ type: 'applied', n: appliedN });
   };
   requestAnimationFrame(run);
@@ -136,7 +150,8 @@ function setStatus(status: string): void {
 }
 
 function reset(html: string): void {
-  queued.length = 0;
+  pending.length = 0;
+  next = 0;
   root.innerHTML = html;
   for (const key of Object.keys(toggled)) applyToggle(key);
   if (stuck || scrollY === undefined) window.scrollTo(0, document.documentElement.scrollHeight);
@@ -154,7 +169,7 @@ window.addEventListener('message', (e: MessageEvent<ToWebview>) => {
     vscode.postMessage({ type: 'applied', n: m.n });
   } else if (m.type === 'patch') {
     if (m.gen !== gen) return;
-    queued.push(m.ops);
+    for (const op of m.ops) pending.push(op);
     setStatus(m.status || '');
     appliedN = m.n;
     schedule();
