@@ -12,6 +12,7 @@
 pub mod claude;
 pub mod codex;
 pub mod detect;
+pub mod driver;
 pub mod initiative;
 pub mod opencode;
 pub mod plan;
