@@ -470,6 +470,8 @@ pub struct InitializationOptions {
     /// Skills added to every prompt; a project's skill of the same name replaces one of these.
     #[serde(default)]
     pub skills: Vec<Skill>,
+    /// Linked-research passes that run at the same time (default 3, at least 1).
+    pub research_concurrency: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -24,6 +24,8 @@ pub struct Config {
     pub skills: Vec<Skill>,
     /// The `locale` the client sent in `initialize`: the output language when none is set.
     pub locale: Option<String>,
+    /// Linked-research passes that run at the same time.
+    pub research_at_once: usize,
 }
 
 impl Config {
@@ -49,6 +51,7 @@ impl Config {
                 .map(str::to_owned),
             skills: opts.skills.clone(),
             locale: None,
+            research_at_once: opts.research_concurrency.map_or(3, |n| n.max(1) as usize),
         }
     }
 }
