@@ -160,6 +160,7 @@ pub struct Ticket {
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
     /// Machine-readable code: `no_plan`, `exit_code`, `planner_error`, `spawn_failed`,
+    /// `reference_unavailable`,
     /// `hard_timeout`, `idle_timeout`, `question_timeout`, `session_not_found`, `interrupted`.
     pub code: String,
     pub message: String,
@@ -472,6 +473,17 @@ pub struct InitializationOptions {
     pub skills: Vec<Skill>,
     /// Linked-research passes that run at the same time (default 3, at least 1).
     pub research_concurrency: Option<u32>,
+    /// `"auto"` (the default): GitHub issue and pull request links in a description are read
+    /// with `gh` before planning, when gh is on `PATH`; `"off"`: they stay text.
+    pub references: Option<ReferencesMode>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReferencesMode {
+    #[default]
+    Auto,
+    Off,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -26,6 +26,8 @@ pub struct Config {
     pub locale: Option<String>,
     /// Linked-research passes that run at the same time.
     pub research_at_once: usize,
+    /// Read GitHub references in descriptions with gh before planning.
+    pub references: bool,
 }
 
 impl Config {
@@ -52,6 +54,7 @@ impl Config {
             skills: opts.skills.clone(),
             locale: None,
             research_at_once: opts.research_concurrency.map_or(3, |n| n.max(1) as usize),
+            references: opts.references.unwrap_or_default() != planwire_protocol::ReferencesMode::Off,
         }
     }
 }

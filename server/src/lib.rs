@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod handlers;
 pub mod planners;
 pub mod progress;

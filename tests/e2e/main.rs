@@ -16,5 +16,6 @@ mod realcli;
 mod realcli_codex;
 mod realcli_opencode;
 mod recovery;
+mod references;
 mod stop;
 mod terminal;

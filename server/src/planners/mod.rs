@@ -211,12 +211,7 @@ pub fn missing_requirement(tool: Tool) -> Option<&'static str> {
     )
 }
 
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
+use crate::util::is_executable;
 
 /// True for an ELF or Mach-O file (false for a script, a placeholder or an unreadable file).
 fn is_native(p: &Path) -> bool {

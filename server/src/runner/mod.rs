@@ -160,6 +160,24 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
         };
         run.fallback = Some((ticket.clone(), fresh));
     }
+    let mut spec = spec;
+    if s.config.references {
+        let text = format!("{}\n{}", ticket.title, ticket.description);
+        match crate::context::references(&text, std::path::Path::new(&ticket.root)).await {
+            Ok(Some(block)) => {
+                for prompt in std::iter::once(&mut spec.prompt).chain(spec.fresh_prompt.as_mut()) {
+                    prompt.push_str("\n\n");
+                    prompt.push_str(&block);
+                }
+            }
+            Ok(None) => {}
+            Err(failure) => {
+                // The run fails before any planner starts, and says which link and why.
+                run.fail_before_start("reference_unavailable", &failure.message()).await;
+                return Ok(run_id);
+            }
+        }
+    }
     let task = format!("Title: {}\n\n{}", ticket.title, ticket.description);
     // With linked projects the first pass chooses what to research; else it is the plan.
     let first = if links.is_empty() {
@@ -298,7 +316,7 @@ impl Run {
                 Ok(id)
             }
             Err(message) => {
-                self.finish_failed_start(&message).await;
+                self.fail_before_start("spawn_failed", &message).await;
                 Err(unavailable(message))
             }
         }
@@ -490,9 +508,9 @@ impl Run {
         }
     }
 
-    /// The first process could not start: the run fails with `spawn_failed`.
-    async fn finish_failed_start(&mut self, message: &str) {
-        let ending = outcome::failed_ending("spawn_failed", message.to_owned(), None, None);
+    /// The run fails before its first planner runs (`spawn_failed`, `reference_unavailable`).
+    async fn fail_before_start(&mut self, code: &str, message: &str) {
+        let ending = outcome::failed_ending(code, message.to_owned(), None, None);
         match self.ticket_id {
             Some(ticket) => {
                 record_end(
