@@ -50,6 +50,9 @@ function B.prepare(opts)
         if l:find('^# Plan: ') then
           B.shown = vim.uv.hrtime()
           B.stamp = tonumber(ticket.plan.title:match('(%d+)$'))
+          if B.profiling then
+            vim.schedule(require('jit.p').stop)
+          end
           return
         end
       end
@@ -63,8 +66,13 @@ function B.prepare(opts)
   return { pid = vim.fn.getpid(), ticket = t.id }
 end
 
---- Starts planning, as `:Planwire plan` does.
+--- Starts planning, as `:Planwire plan` does. With PLANWIRE_BENCH_PROFILE=FILE, LuaJIT's
+--- profiler (jit.p, by function and line) runs until the plan is shown.
 function B.plan()
+  if vim.env.PLANWIRE_BENCH_PROFILE then
+    require('jit.p').start(vim.env.PLANWIRE_BENCH_PROFILE_MODE or 'Fl', vim.env.PLANWIRE_BENCH_PROFILE)
+    B.profiling = true
+  end
   vim.cmd('Planwire plan ' .. B.ticket)
 end
 

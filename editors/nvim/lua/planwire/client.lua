@@ -112,6 +112,9 @@ local function handlers()
     ['planwire/transcript'] = wrap(function(p)
       require('planwire.transcript').on_events(p.ticketId, p.runId, p.events or {})
     end),
+    ['planwire/delta'] = wrap(function(p)
+      require('planwire.transcript').on_delta(p.ticketId, p.runId, p.agentRunId, p.kind, p.text)
+    end),
     ['planwire/ticketChanged'] = wrap(function(p)
       M.on_ticket(p.ticket)
     end),
