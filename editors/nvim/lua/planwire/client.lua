@@ -176,7 +176,7 @@ function M.with_client(cb)
     return -- initializing; the queue runs from on_init
   end
   local cfg = config()
-  local cmd = cfg.cmd
+  local cmd = require('planwire').server_cmd()
   if type(cmd) ~= 'table' or not cmd[1] or vim.fn.executable(cmd[1]) ~= 1 then
     M.state.last_error = 'server binary not executable: ' .. tostring(type(cmd) == 'table' and cmd[1] or cmd)
     return flush(nil, M.state.last_error .. ' (see :checkhealth planwire)')
