@@ -127,6 +127,32 @@ local function handlers()
   }
 end
 
+--- How many tickets this Neovim knows of (listed, opened or changed since the server
+--- started) wait for an answer; only those of `root` when given.
+function M.needs_input(root)
+  local n = 0
+  for _, t in pairs(M.state.tickets) do
+    if t.status == 'needs_input' and (root == nil or t.root == root) then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+local shown_needs_input = 0
+
+--- Redraws status lines when the count of tickets needing input changed (for
+--- `require('planwire').statusline()`).
+function M.needs_input_changed()
+  local n = M.needs_input()
+  if n ~= shown_needs_input then
+    shown_needs_input = n
+    vim.schedule(function()
+      vim.cmd('redrawstatus!')
+    end)
+  end
+end
+
 --- Records a ticket the server sent and updates every view of it.
 function M.on_ticket(ticket)
   if type(ticket) ~= 'table' or not ticket.id then
@@ -136,6 +162,7 @@ function M.on_ticket(ticket)
   for _, q in ipairs(ticket.openQuestions or {}) do
     M.state.questions[q.id] = q
   end
+  M.needs_input_changed()
   require('planwire.transcript').on_ticket(ticket)
   require('planwire.tickets').on_ticket(ticket)
 end
@@ -294,6 +321,7 @@ function M.get_ticket(id, cb)
   M.request('planwire/getTicket', { ticketId = id }, function(err, result)
     if not err and result and result.ticket then
       M.state.tickets[result.ticket.id] = result.ticket
+      M.needs_input_changed()
       for _, run in ipairs(result.runs or {}) do
         M.state.runs[run.id] = run
       end

@@ -75,6 +75,17 @@ function M.server_cmd()
   return { 'planwire', '--stdio' }, 'not built in the plugin root and not on PATH'
 end
 
+--- For 'statusline' (`%{v:lua.require'planwire'.statusline()}`): "planwire: 2 need input"
+--- while tickets wait for an answer, else "". Cheap, and never starts the server.
+function M.statusline()
+  local client = package.loaded['planwire.client']
+  local n = client and client.needs_input() or 0
+  if n == 0 then
+    return ''
+  end
+  return ('planwire: %d need%s input'):format(n, n == 1 and 's' or '')
+end
+
 --- Defines :Planwire and the autocmds of planwire:// buffers. Idempotent and cheap.
 function M._define_command()
   if vim.g.planwire_command_defined == 1 then
