@@ -87,7 +87,7 @@ describe('doc/planwire.txt', function()
     for _, tag in ipairs({ 'planwire.txt', 'planwire-setup', ':Planwire', ':Planwire-new', ':Planwire-plan',
       ':Planwire-stop', ':Planwire-answer', ':Planwire-tickets', 'planwire-transcript', 'planwire-health',
       ':Planwire-delete', ':Planwire-breakdown', 'planwire-breakdown', ':Planwire-link', ':Planwire-unlink',
-      ':Planwire-links', 'planwire-links', ':Planwire-memory', 'planwire-memory' }) do
+      ':Planwire-links', 'planwire-links', ':Planwire-memory', 'planwire-memory', 'planwire-statusline' }) do
       assert.is_true(tags[tag] == true, 'missing tag ' .. tag)
     end
   end)
