@@ -85,7 +85,7 @@ local function add_section(view, r)
   for i, id in ipairs(view.order) do
     if id == r.id then
       r.sec = view.layout:insert_section(i + 1) -- after the head section
-      r.shown, r.changed, r.heading = 0, {}, nil
+      r.shown, r.changed = 0, {}
       return
     end
   end
