@@ -179,59 +179,74 @@ local function run_once(size, script, cycles, n)
     table.insert(argv, 2, '--headless')
     proc = vim.system(argv, { env = env, stdin = false })
   end
-  local chan = wait_for('the Neovim socket', 20000, function()
-    local ok, c = pcall(vim.fn.sockconnect, 'pipe', sock, { rpc = true })
-    return ok and c > 0 and c or nil
-  end)
-  local function lua(code, ...)
-    return vim.rpcrequest(chan, 'nvim_exec_lua', code, { ... })
-  end
-  local info = lua('return planwire_bench.prepare(...)', {
-    bin = bin,
-    db = dir .. '/planwire.db',
-    script = script,
-    project = dir .. '/project',
-    events = size,
-  })
-  local server = info.pid
-  local tui
-  if tmux_label then
-    local r = vim.system({ 'tmux', '-L', tmux_label, 'display', '-p', '#{pane_pid}' }):wait()
-    tui = tonumber(vim.trim(r.stdout or ''))
-    if tui == server then
-      tui = nil
-    end
-  end
-  -- the sidecar's CPU is shown for reference (not found when PLANWIRE_BIN is a wrapper)
-  local sidecar = pcall(wait_for, 'the planwire sidecar', 5000, function()
-    return child(server, vim.fs.basename(bin):sub(1, 15))
-  end) and child(server, vim.fs.basename(bin):sub(1, 15)) or nil
+  local chan
   local stopfile, rttfile = dir .. '/probe.stop', dir .. '/probe.rtt'
-  local probe = vim.system({ nvim, '-l', here .. '/probe.lua', sock, rttfile, stopfile }, { stdin = false })
-  vim.wait(500)
-  local load0 = loadavg()
-  local c0 = { server = cpu(server), tui = cpu(tui), sidecar = cpu(sidecar) }
-  lua('planwire_bench.plan()')
-  local res = wait_for('the plan shown', 60000 + size * 5, function()
-    local r = lua('return planwire_bench.result()')
-    return r ~= vim.NIL and r or nil
-  end)
-  local c1 = { server = cpu(server), tui = cpu(tui), sidecar = cpu(sidecar) }
+  local function measure()
+    chan = wait_for('the Neovim socket', 20000, function()
+      local ok, c = pcall(vim.fn.sockconnect, 'pipe', sock, { rpc = true })
+      return ok and c > 0 and c or nil
+    end)
+    local function lua(code, ...)
+      return vim.rpcrequest(chan, 'nvim_exec_lua', code, { ... })
+    end
+    local info = lua('return planwire_bench.prepare(...)', {
+      bin = bin,
+      db = dir .. '/planwire.db',
+      script = script,
+      project = dir .. '/project',
+      events = size,
+    })
+    local server = info.pid
+    local tui
+    if tmux_label then
+      local r = vim.system({ 'tmux', '-L', tmux_label, 'display', '-p', '#{pane_pid}' }):wait()
+      tui = tonumber(vim.trim(r.stdout or ''))
+      if tui == server then
+        tui = nil
+      end
+    end
+    -- the sidecar's CPU is shown for reference (not found when PLANWIRE_BIN is a wrapper)
+    local sidecar = pcall(wait_for, 'the planwire sidecar', 5000, function()
+      return child(server, vim.fs.basename(bin):sub(1, 15))
+    end) and child(server, vim.fs.basename(bin):sub(1, 15)) or nil
+    local probe = vim.system({ nvim, '-l', here .. '/probe.lua', sock, rttfile, stopfile }, { stdin = false })
+    vim.wait(500)
+    local load0 = loadavg()
+    local c0 = { server = cpu(server), tui = cpu(tui), sidecar = cpu(sidecar) }
+    lua('planwire_bench.plan()')
+    local res = wait_for('the plan shown', 60000 + size * 5, function()
+      local r = lua('return planwire_bench.result()')
+      return r ~= vim.NIL and r or nil
+    end)
+    local c1 = { server = cpu(server), tui = cpu(tui), sidecar = cpu(sidecar) }
+    local fd = io.open(stopfile, 'w')
+    if fd then
+      fd:close()
+    end
+    probe:wait(20000)
+    local rtts = vim.tbl_map(tonumber, vim.fn.filereadable(rttfile) == 1 and vim.fn.readfile(rttfile) or {})
+    local lines = lua('return planwire_bench.lines()')
+    local bad = stream.check_rows(lines, cycles)
+    local mem = { server = hwm(server), tui = hwm(tui) }
+    return res, c0, c1, rtts, bad, mem, load0
+  end
+  local ok, res, c0, c1, rtts, bad, mem, load0 = pcall(measure)
+  -- whatever happened, nothing this run started outlives it
   local fd = io.open(stopfile, 'w')
   if fd then
     fd:close()
   end
-  probe:wait(20000)
-  local rtts = vim.tbl_map(tonumber, vim.fn.filereadable(rttfile) == 1 and vim.fn.readfile(rttfile) or {})
-  local lines = lua('return planwire_bench.lines()')
-  local bad = stream.check_rows(lines, cycles)
-  local mem = { server = hwm(server), tui = hwm(tui) }
-  pcall(vim.rpcnotify, chan, 'nvim_command', 'qa!')
-  pcall(vim.fn.chanclose, chan)
+  if chan then
+    pcall(vim.rpcnotify, chan, 'nvim_command', 'qa!')
+    pcall(vim.fn.chanclose, chan)
+  end
   if tmux_label then
     vim.system({ 'tmux', '-L', tmux_label, 'kill-server' }):wait()
-  elseif proc then
-    proc:wait(10000)
+  elseif proc and not pcall(proc.wait, proc, 10000) then
+    pcall(proc.kill, proc, 9)
+  end
+  if not ok then
+    error(res, 0)
   end
   local events = res.events
   local r = {
