@@ -98,6 +98,24 @@ pub fn planner_program(s: &Session, tool: Tool, model: Option<&str>) -> Result<P
     if tool == Tool::Script {
         script::check(model.unwrap_or("demo")).map_err(unavailable)?;
     }
+    // A CLI below the supported range is refused before anything runs (the version was read
+    // when the planners were detected, for this very binary).
+    let path = program.display().to_string();
+    let below = s
+        .planners
+        .lock()
+        .expect("planners")
+        .iter()
+        .find(|p| p.tool == tool.name() && p.path.as_deref() == Some(path.as_str()) && p.found && !p.supported)
+        .map(|p| p.version.clone().unwrap_or_default());
+    if let Some(version) = below {
+        let range = planners::detect::supported_range(tool).unwrap_or_default();
+        return Err(unavailable(format!(
+            "{} {version} at {path} is not supported: planwire needs {range}. Upgrade it: {}",
+            tool.name(),
+            tool.install_hint()
+        )));
+    }
     Ok(program)
 }
 
