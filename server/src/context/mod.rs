@@ -1,6 +1,8 @@
 //! Planning context: what a plan sees beyond the ticket's own words. Today that is the
-//! GitHub issues and pull requests its description links (read with the user's `gh`).
+//! GitHub issues and pull requests its description links (read with the user's `gh`), and
+//! where the ticket's branch is checked out.
 
+pub mod git;
 pub mod github;
 
 use std::path::Path;
