@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use planwire_protocol::{InitializationOptions, Skill};
+use planwire_protocol::{InitializationOptions, SandboxMode, Skill};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -24,6 +24,8 @@ pub struct Config {
     pub skills: Vec<Skill>,
     /// The `locale` the client sent in `initialize`: the output language when none is set.
     pub locale: Option<String>,
+    /// The OS sandbox around planner processes (`initializationOptions.sandbox`).
+    pub sandbox: SandboxMode,
 }
 
 impl Config {
@@ -49,6 +51,7 @@ impl Config {
                 .map(str::to_owned),
             skills: opts.skills.clone(),
             locale: None,
+            sandbox: opts.sandbox.unwrap_or_default(),
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod claude;
 pub mod codex;
 pub mod detect;
 pub mod initiative;
+pub mod instructions;
 pub mod opencode;
 pub mod plan;
 pub mod prompt;
@@ -355,6 +356,9 @@ pub struct LaunchOptions<'a> {
     /// The ticket's title: OpenCode `--title`, which also saves it an extra model request
     /// (the title generator). Without one, OpenCode gets a fixed title.
     pub title: Option<&'a str>,
+    /// planwire's OS sandbox holds the run (Codex then turns its own off: see
+    /// [`codex::inner_sandbox`]).
+    pub outer_sandbox: bool,
 }
 
 pub fn launch(tool: Tool, req: &LaunchRequest) -> Launch {
@@ -388,7 +392,7 @@ pub fn launch_with(tool: Tool, req: &LaunchRequest, opts: &LaunchOptions) -> Lau
         }
         Tool::Codex => {
             // `-` reads the prompt from stdin, which the runner closes after writing it.
-            let args = codex::argv(req.model, req.resume, opts.variant);
+            let args = codex::argv_in(req.model, req.resume, opts.variant, opts.outer_sandbox);
             Launch {
                 recorded_args: args.clone(),
                 args,

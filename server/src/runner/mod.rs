@@ -16,6 +16,7 @@ mod live;
 mod outcome;
 mod pass;
 mod research;
+mod sandboxed;
 
 pub(crate) use breakdown::start_breakdown;
 pub(crate) use live::answer_pairs;
@@ -95,6 +96,10 @@ pub fn planner_program(s: &Session, tool: Tool, model: Option<&str>) -> Result<P
         .ok_or_else(|| unavailable(format!("{} was not found: {}", tool.name(), tool.install_hint())))?;
     if tool == Tool::Script {
         script::check(model.unwrap_or("demo")).map_err(unavailable)?;
+    }
+    // Sandbox (issue 11): `required` without an OS sandbox refuses before anything is created.
+    if let Some(why) = crate::sandbox::refusal(s.config.sandbox) {
+        return Err(unavailable(why));
     }
     Ok(program)
 }
@@ -225,6 +230,8 @@ pub(crate) struct Driver {
     usage_baseline: Option<[u64; 4]>,
     /// A fresh start to fall back on when a resumed session turns out to be unknown.
     fallback: Option<(Ticket, RunSpec)>,
+    /// Sandbox (issue 11): the current pass's OS sandbox and snapshot.
+    sandboxing: sandboxed::Sandboxing,
 }
 
 impl Driver {
@@ -264,6 +271,7 @@ impl Driver {
             sets_session: true,
             usage_baseline: None,
             fallback: None,
+            sandboxing: Default::default(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! One pass: one planner process, from spawn to exit, stop or timeout.
 
+use std::path::Path;
 use std::process::ExitStatus;
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::outcome::How;
 use super::{cached_version, Control, Driver, FLUSH_AGE, FLUSH_AT, FLUSH_EVERY};
 use crate::planners::initiative::selection_prompt;
+use crate::planners::instructions;
 use crate::planners::{self, LaunchOptions, LaunchRequest, ParsedEvent};
 use crate::store::runs;
 use crate::supervisor::{self, SpawnSpec, Supervised};
@@ -53,24 +55,30 @@ impl Driver {
     /// Starts a pass's process and resets the pass's state. The first pass marks the run
     /// started; later ones record their process group, so recovery finds whichever runs.
     pub(super) async fn spawn_pass(&mut self, pass: PassSpec<'_>) -> Result<Supervised, String> {
+        // Sandbox (issue 11): the OS sandbox, scratch TMPDIR and work-tree snapshot of the pass.
+        let sandboxed = self.sandbox_pass(pass.root).await?;
+        // The project's CLAUDE.md / AGENTS.md, for the CLIs whose project config is off.
+        let prompt = instructions::add(self.tool, Path::new(pass.root), &pass.prompt, pass.resume.is_some());
         let launch = planners::launch_with(
             self.tool,
             &LaunchRequest {
-                prompt: &pass.prompt,
+                prompt: &prompt,
                 model: self.model.as_deref(),
                 resume: pass.resume,
             },
             &LaunchOptions {
                 variant: self.variant.as_deref(),
                 title: Some(&self.title),
+                outer_sandbox: sandboxed.outer_sandbox,
             },
         );
         let spawned = supervisor::spawn(SpawnSpec {
             program: self.program.clone(),
             args: launch.args,
             cwd: pass.root.into(),
-            env: launch.env,
+            env: [launch.env, sandboxed.env].concat(),
             stdin_pipe: launch.stdin.is_some(),
+            sandbox: sandboxed.restriction,
         })
         .await;
         let mut child = match spawned {
@@ -245,6 +253,8 @@ impl Driver {
         }
         self.stdin = None;
         self.flush().await;
+        // Sandbox (issue 11): the work tree must be as the pass found it.
+        self.check_readonly().await;
         (how, tail)
     }
 }
