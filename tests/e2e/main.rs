@@ -15,5 +15,6 @@ mod realcli;
 mod realcli_codex;
 mod realcli_opencode;
 mod recovery;
+mod sandbox;
 mod stop;
 mod terminal;

@@ -66,7 +66,7 @@ pub fn build(writable: &[Writable]) -> Result<Restriction, String> {
         for w in writable {
             let access = match w.kind {
                 Kind::Dir => write_rights(),
-                Kind::JsonFile => write_rights() & AccessFs::from_file(TESTED_ABI),
+                Kind::File { .. } => write_rights() & AccessFs::from_file(TESTED_ABI),
             };
             let fd = match PathFd::new(&w.path) {
                 Ok(fd) => fd,

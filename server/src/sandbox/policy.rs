@@ -14,9 +14,10 @@ use crate::planners::Tool;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Dir,
-    /// An existing file, written in place. When missing it is created with `{}` (Claude Code
-    /// takes an empty `.claude.json` for a corrupt one).
-    JsonFile,
+    /// One file, written in place; when missing it is created holding `initial`.
+    File {
+        initial: &'static str,
+    },
 }
 
 /// One place a sandboxed planner may write.
@@ -38,6 +39,7 @@ pub struct Env {
     pub xdg_state: Option<PathBuf>,
     pub claude_config_dir: Option<PathBuf>,
     pub codex_home: Option<PathBuf>,
+    pub replay_stdin_log: Option<PathBuf>,
 }
 
 impl Env {
@@ -51,6 +53,7 @@ impl Env {
             xdg_state: var("XDG_STATE_HOME"),
             claude_config_dir: var("CLAUDE_CONFIG_DIR"),
             codex_home: var("CODEX_HOME"),
+            replay_stdin_log: var("PLANWIRE_REPLAY_STDIN_LOG"),
         }
     }
 
@@ -100,7 +103,8 @@ pub fn writable(tool: Tool, scratch: &Path, env: &Env) -> Vec<Writable> {
                 }));
                 out.extend(home(".claude.json").map(|path| Writable {
                     path,
-                    kind: Kind::JsonFile,
+                    // Claude Code takes an empty .claude.json for a corrupt one.
+                    kind: Kind::File { initial: "{}\n" },
                     reason: "Claude Code's global state file, rewritten in place",
                 }));
             }
@@ -137,14 +141,18 @@ pub fn writable(tool: Tool, scratch: &Path, env: &Env) -> Vec<Writable> {
                 "Codex's home (CODEX_HOME): sessions, state databases, logs, helper binaries",
             )
         })),
-        // planwire's own replayer writes nothing.
-        Tool::Script => {}
+        // planwire's own replayer writes nothing but the stdin log tests ask for.
+        Tool::Script => out.extend(env.replay_stdin_log.clone().map(|path| Writable {
+            path,
+            kind: Kind::File { initial: "" },
+            reason: "the replayer's stdin log (PLANWIRE_REPLAY_STDIN_LOG), which tests read",
+        })),
     }
     out
 }
 
 /// Creates the entries that do not exist yet (a rule needs an existing path): directories
-/// private to the user, a missing JSON file as `{}`.
+/// private to the user, a missing file with its initial content.
 pub fn create_missing(writable: &[Writable]) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
     for w in writable {
@@ -153,7 +161,7 @@ pub fn create_missing(writable: &[Writable]) -> Result<(), String> {
         }
         let made = match w.kind {
             Kind::Dir => std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&w.path),
-            Kind::JsonFile => write_new(&w.path, b"{}\n"),
+            Kind::File { initial } => write_new(&w.path, initial.as_bytes()),
         };
         made.map_err(|e| format!("cannot create {}: {e}", w.path.display()))?;
     }
@@ -239,7 +247,7 @@ mod tests {
             dir(t.path().join("a/b"), "test"),
             Writable {
                 path: t.path().join("state.json"),
-                kind: Kind::JsonFile,
+                kind: Kind::File { initial: "{}\n" },
                 reason: "test",
             },
         ];
