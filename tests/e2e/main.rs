@@ -14,6 +14,7 @@ mod questions;
 mod realcli;
 mod realcli_codex;
 mod realcli_opencode;
+mod realcli_sandbox;
 mod recovery;
 mod sandbox;
 mod stop;

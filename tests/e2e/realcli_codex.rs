@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use crate::harness::*;
 use crate::realcli::{cli, kinds, new_ticket, plan_answer, transcript, Mock};
 
-fn codex_server(w: &World, mock: &Mock) -> Server {
+pub fn codex_server(w: &World, mock: &Mock) -> Server {
     let codex_home = w.path("codex-home");
     std::fs::create_dir_all(&codex_home).unwrap();
     let config = format!(
