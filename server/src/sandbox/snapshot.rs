@@ -1,7 +1,8 @@
 //! The work-tree check, on every platform: the state of a git work tree before and after a
 //! pass. A snapshot is `git status --porcelain=v1 -z --untracked-files=all` (what is
-//! modified, staged, deleted or new) plus a hash of each listed file's content, so a file
-//! that was already modified and is changed again is seen too. Ignored files are not looked
+//! modified, staged, deleted or new) plus a hash of each listed file's metadata (size, inode,
+//! modification and change times), so a file that was already modified and is changed again
+//! is seen too. Ignored files are not looked
 //! at (the sandbox is the guarantee; this is defence in depth). A root that is not in a git
 //! work tree is skipped.
 //!
@@ -10,14 +11,13 @@
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hasher};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long one git call may take before the check is skipped.
 const GIT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One work tree's state: by path (relative to its top), the status code and a content hash.
+/// One work tree's state: by path (relative to its top), the status code and a fingerprint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
     top: PathBuf,
@@ -41,7 +41,7 @@ pub async fn take(root: &Path) -> Option<Snapshot> {
     .await?;
     let mut entries = BTreeMap::new();
     for (code, path) in parse_status(&status) {
-        let hash = content_hash(&top.join(&path));
+        let hash = fingerprint(&top.join(&path));
         entries.insert(path, (code, hash));
     }
     Some(Snapshot { top, entries })
@@ -110,32 +110,33 @@ fn parse_status(out: &[u8]) -> Vec<(String, String)> {
     entries
 }
 
-/// A hash of what is at `path`: a file's bytes, a symlink's target, or a marker for a
-/// directory (a submodule) or nothing.
-fn content_hash(path: &Path) -> u64 {
+/// A fingerprint of what is at `path`: its type, size, inode, mode, and modification and
+/// change times (every write moves the change time, and no program can set it back), or a
+/// symlink's target. Cheap where a work tree lists many untracked files.
+fn fingerprint(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
     let mut h = DefaultHasher::new();
     match std::fs::symlink_metadata(path) {
         Err(_) => h.write_u8(0),
-        Ok(m) if m.file_type().is_symlink() => {
+        Ok(m) => {
             h.write_u8(1);
-            if let Ok(target) = std::fs::read_link(path) {
-                h.write(target.as_os_str().as_encoded_bytes());
+            for v in [
+                m.mode() as i64,
+                m.ino() as i64,
+                m.len() as i64,
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+            ] {
+                h.write_i64(v);
             }
-        }
-        Ok(m) if m.is_file() => {
-            h.write_u8(2);
-            h.write_u64(m.len());
-            if let Ok(mut f) = std::fs::File::open(path) {
-                let mut buf = vec![0u8; 64 * 1024];
-                while let Ok(n) = f.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    h.write(&buf[..n]);
+            if m.file_type().is_symlink() {
+                if let Ok(target) = std::fs::read_link(path) {
+                    h.write(target.as_os_str().as_encoded_bytes());
                 }
             }
         }
-        Ok(_) => h.write_u8(3),
     }
     h.finish()
 }
