@@ -11,7 +11,6 @@
 //! change, and each ticket must end within a bounded time. The project's own instructions
 //! (`CLAUDE.md`, `AGENTS.md`) must still reach the model.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -26,26 +25,12 @@ const BOUND: Duration = Duration::from_secs(240);
 const CLAUDE_NOTE: &str = "PROJECT-NOTE-CLAUDE: the greeting lives in src/main.rs";
 const AGENTS_NOTE: &str = "PROJECT-NOTE-AGENTS: the greeting lives in src/main.rs";
 
-fn sh(dir: &Path, script: &str) {
-    let ok = std::process::Command::new("sh")
-        .args(["-c", script])
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "{script}");
-}
-
 /// The world's project as a git repository with one commit (everything in it tracked).
 fn commit_project(w: &World) {
     std::fs::write(w.path("project/README.md"), "# Greeter\n").unwrap();
     std::fs::write(w.path("project/CLAUDE.md"), format!("{CLAUDE_NOTE}\n")).unwrap();
     std::fs::write(w.path("project/AGENTS.md"), format!("{AGENTS_NOTE}\n")).unwrap();
-    sh(
-        &w.path("project"),
-        "git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm init",
-    );
+    git_commit_all(&w.path("project"), "init");
 }
 
 /// What changed in the project: `git status` (untracked and ignored files included) and the
@@ -146,10 +131,7 @@ fn hostile_config(w: &World) {
         server("codex", "codex-mcp")
     );
     std::fs::write(p.join(".codex/config.toml"), codex).unwrap();
-    sh(
-        &p,
-        "git add -A && git -c user.name=t -c user.email=t@t commit -qm 'agent config'",
-    );
+    git_commit_all(&p, "agent config");
 }
 
 fn markers(w: &World) -> Vec<String> {
@@ -256,6 +238,19 @@ fn permissive_claude_user(w: &World) {
     .unwrap();
 }
 
+/// Plans with `tool` and checks the run: planned, sandboxed, nothing changed, and the
+/// project's instructions (`note`) reached the model. Returns the transcript.
+fn read_only_run(w: &World, s: &mut Server, tool: &str, mock: &Mock, note: &str) -> Vec<Value> {
+    let (run, got, events) = plan_and_end(s, w, tool);
+    assert_planned_read_only(w, tool, &run, &got);
+    let bodies: String = mock.requests().iter().map(|r| r["body"].to_string()).collect();
+    assert!(
+        bodies.contains(note),
+        "{tool}: the project's instructions did not reach the model"
+    );
+    events
+}
+
 #[test]
 #[ignore = "needs the real CLIs: tests/realcli/install.sh"]
 fn realcli_sandbox_claude_writes_nothing() {
@@ -264,8 +259,7 @@ fn realcli_sandbox_claude_writes_nothing() {
     permissive_claude_user(&w);
     let mock = Mock::start(&w, claude_turns(&w));
     let mut s = claude_server(&w, &mock);
-    let (run, got, events) = plan_and_end(&mut s, &w, "claude");
-    assert_planned_read_only(&w, "claude", &run, &got);
+    let events = read_only_run(&w, &mut s, "claude", &mock, CLAUDE_NOTE);
     for call in ["toolu_redirect", "toolu_touch", "toolu_write"] {
         assert_eq!(result_of(&events, call)["status"], "error", "{events:?}");
     }
@@ -274,12 +268,6 @@ fn realcli_sandbox_claude_writes_nothing() {
         let out = result_of(&events, call)["output"].as_str().unwrap().to_owned();
         assert!(out.contains("Permission denied"), "{call}: {out}");
     }
-    let bodies = mock
-        .requests()
-        .iter()
-        .map(|r| r["body"].to_string())
-        .collect::<String>();
-    assert!(bodies.contains(CLAUDE_NOTE), "CLAUDE.md reached the model");
 }
 
 #[test]
@@ -289,8 +277,7 @@ fn realcli_sandbox_opencode_writes_nothing() {
     commit_project(&w);
     let mock = Mock::start(&w, opencode_turns());
     let mut s = opencode_server(&w, &mock);
-    let (run, got, events) = plan_and_end(&mut s, &w, "opencode");
-    assert_planned_read_only(&w, "opencode", &run, &got);
+    let events = read_only_run(&w, &mut s, "opencode", &mock, AGENTS_NOTE);
     // OpenCode's rules allow `cat *` and do not see the redirect: the kernel refuses it.
     let redirect = result_of(&events, "call_redirect");
     assert!(
@@ -298,12 +285,6 @@ fn realcli_sandbox_opencode_writes_nothing() {
         "{redirect}"
     );
     assert_eq!(result_of(&events, "call_touch")["status"], "error");
-    let bodies = mock
-        .requests()
-        .iter()
-        .map(|r| r["body"].to_string())
-        .collect::<String>();
-    assert!(bodies.contains(AGENTS_NOTE), "AGENTS.md reached the model");
 }
 
 #[test]
@@ -313,34 +294,17 @@ fn realcli_sandbox_codex_writes_nothing() {
     commit_project(&w);
     let mock = Mock::start(&w, codex_turns());
     let mut s = codex_server(&w, &mock);
-    let (run, got, events) = plan_and_end(&mut s, &w, "codex");
-    assert_planned_read_only(&w, "codex", &run, &got);
+    let events = read_only_run(&w, &mut s, "codex", &mock, AGENTS_NOTE);
     assert!(kernel_refusals(&events) >= 2, "{events:?}");
-    let bodies = mock
-        .requests()
-        .iter()
-        .map(|r| r["body"].to_string())
-        .collect::<String>();
-    assert!(bodies.contains(AGENTS_NOTE), "AGENTS.md reached the model");
 }
 
-/// One CLI in the hostile repository: it plans, nothing changes, no marker appears.
+/// One CLI in the hostile repository: it plans, nothing changes, no marker appears outside.
 fn hostile_run(w: &World, s: &mut Server, tool: &str, mock: &Mock, note: &str) -> Vec<Value> {
-    let (run, got, events) = plan_and_end(s, w, tool);
-    assert_planned_read_only(w, tool, &run, &got);
-    assert_eq!(
-        markers(w),
-        Vec::<String>::new(),
-        "{tool}: the repository's config wrote outside the sandbox"
-    );
-    let bodies = mock
-        .requests()
-        .iter()
-        .map(|r| r["body"].to_string())
-        .collect::<String>();
+    let events = read_only_run(w, s, tool, mock, note);
+    let outside = markers(w);
     assert!(
-        bodies.contains(note),
-        "{tool}: the project's instructions reached the model"
+        outside.is_empty(),
+        "{tool}: the repository's config wrote outside the sandbox: {outside:?}"
     );
     events
 }

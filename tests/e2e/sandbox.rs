@@ -34,17 +34,7 @@ fn sandbox_cap(init: &Value) -> Value {
 
 /// Makes the world's project a git work tree with one commit.
 fn git_init(w: &World) {
-    let ok = std::process::Command::new("sh")
-        .args([
-            "-c",
-            "git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm init",
-        ])
-        .current_dir(w.path("project"))
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
+    git_commit_all(&w.path("project"), "init");
 }
 
 /// A fake `claude` that tries to write into its cwd, HOME and /tmp, then answers a plan.

@@ -103,7 +103,7 @@ pub fn enter(r: &Restriction) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
     use std::time::Duration;
 
     use super::super::policy::{writable, Env};
@@ -146,17 +146,25 @@ mod tests {
         format!("set -- {}; {TRY_WRITES}", quoted.join(" "))
     }
 
-    #[tokio::test]
-    async fn a_child_writes_only_its_scratch_directory_and_reads_anywhere() {
+    /// A scratch world (`repo/`, `home/`, `scratch/`), or `None` on a kernel without Landlock.
+    fn world() -> Option<(tempfile::TempDir, PathBuf, PathBuf, PathBuf)> {
         if abi().is_err() {
             eprintln!("skipped: no Landlock on this kernel");
-            return;
+            return None;
         }
         let t = tempfile::tempdir().unwrap();
         let (root, home, scratch) = (t.path().join("repo"), t.path().join("home"), t.path().join("scratch"));
         for d in [&root, &home, &scratch] {
             std::fs::create_dir(d).unwrap();
         }
+        Some((t, root, home, scratch))
+    }
+
+    #[tokio::test]
+    async fn a_child_writes_only_its_scratch_directory_and_reads_anywhere() {
+        let Some((_t, root, home, scratch)) = world() else {
+            return;
+        };
         std::fs::write(root.join("README.md"), "# hello\n").unwrap();
         let tmp = std::env::temp_dir().join(format!("planwire-sandbox-test-{}", std::process::id()));
         let targets = [
@@ -199,14 +207,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_grandchild_is_bound_too() {
-        if abi().is_err() {
-            eprintln!("skipped: no Landlock on this kernel");
+        let Some((t, root, _home, scratch)) = world() else {
             return;
-        }
-        let t = tempfile::tempdir().unwrap();
-        let (root, scratch) = (t.path().join("repo"), t.path().join("scratch"));
-        std::fs::create_dir(&root).unwrap();
-        std::fs::create_dir(&scratch).unwrap();
+        };
         // Written before the sandbox, run two levels down: sh → sh → sh. The restriction is
         // inherited across fork and exec, and no_new_privs keeps it from being shed.
         let inner = t.path().join("inner.sh");

@@ -125,8 +125,8 @@ pub struct Pass {
     pub env: Vec<(String, String)>,
     /// Why the sandbox is missing, when it could not be built although the OS has one.
     pub detail: Option<String>,
-    /// Deleted when the pass is dropped.
-    scratch: tempfile::TempDir,
+    /// Held, not read: deleted when the pass is dropped.
+    _scratch: tempfile::TempDir,
     root: PathBuf,
     before: Option<snapshot::Snapshot>,
 }
@@ -135,8 +135,10 @@ pub struct Pass {
 /// when the sandbox is on and the OS has it, the restriction. `Err` only under `required`,
 /// when the restriction cannot be built.
 pub async fn prepare(mode: SandboxMode, tool: Tool, root: &Path) -> Result<Pass, String> {
+    use std::os::unix::fs::PermissionsExt;
     let scratch = tempfile::Builder::new()
         .prefix("planwire-run-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
         .map_err(|e| format!("cannot make the run's scratch directory: {e}"))?;
     let before = snapshot::take(root).await;
@@ -145,6 +147,15 @@ pub async fn prepare(mode: SandboxMode, tool: Tool, root: &Path) -> Result<Pass,
     let mut restriction = None;
     if state == SandboxState::Enforced {
         let writable = policy::writable(tool, scratch.path(), &policy::Env::from_process());
+        if let Some(w) = writable.iter().find(|w| root.starts_with(&w.path)) {
+            // The work-tree check still sees what the planner changes there.
+            tracing::warn!(
+                "{} lies inside {} ({}): the sandbox cannot keep it read-only",
+                root.display(),
+                w.path.display(),
+                w.reason
+            );
+        }
         match policy::create_missing(&writable).and_then(|()| os::build(&writable)) {
             Ok(r) => restriction = Some(r),
             Err(e) if mode == SandboxMode::Required => return Err(format!("cannot build the sandbox: {e}")),
@@ -162,18 +173,13 @@ pub async fn prepare(mode: SandboxMode, tool: Tool, root: &Path) -> Result<Pass,
         restriction,
         env,
         detail,
-        scratch,
+        _scratch: scratch,
         root: root.to_owned(),
         before,
     })
 }
 
 impl Pass {
-    /// The scratch directory (for tests and logs).
-    pub fn scratch(&self) -> &Path {
-        self.scratch.path()
-    }
-
     /// After the pass: the files it changed in its work tree (absolute paths, sorted; empty
     /// when none, or when the root is not a git work tree). Deletes the scratch directory.
     pub async fn finish(self) -> Vec<String> {
@@ -190,5 +196,41 @@ impl Pass {
                 Vec::new()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_pass_gets_a_private_scratch_directory_deleted_after_it() {
+        let root = tempfile::tempdir().unwrap();
+        let pass = prepare(SandboxMode::Off, Tool::Script, root.path()).await.unwrap();
+        assert_eq!(pass.state, SandboxState::Off);
+        assert!(pass.restriction.is_none());
+        let keys: Vec<&str> = pass.env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["TMPDIR", "TMP", "TEMP"]);
+        let dir = PathBuf::from(&pass.env[0].1);
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        std::fs::write(dir.join("left-behind"), "x").unwrap();
+        // Not a git work tree: nothing to compare.
+        assert_eq!(pass.finish().await, Vec::<String>::new());
+        assert!(!dir.exists(), "the scratch directory outlived its pass");
+    }
+
+    #[tokio::test]
+    async fn an_enforced_pass_carries_its_restriction() {
+        if support().is_err() {
+            return;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let pass = prepare(SandboxMode::Required, Tool::Script, root.path()).await.unwrap();
+        assert_eq!(pass.state, SandboxState::Enforced);
+        assert!(pass.restriction.is_some());
+        assert_eq!(warning(pass.state, None), None);
+        assert!(warning(SandboxState::Off, None).unwrap().contains("\"off\""));
     }
 }
