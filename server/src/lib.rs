@@ -3,7 +3,7 @@
 //! Data flows one way: planner line → adapter parser → numbered event → store + notify.
 //! `transport` frames JSON-RPC, `server` runs the lifecycle and hands each request to its
 //! file under `handlers`, and the `runner` drives one planner process through the
-//! `supervisor`, recording everything in the `store`.
+//! `supervisor` (inside the OS `sandbox`), recording everything in the `store`.
 
 pub mod cli;
 pub mod config;
@@ -12,6 +12,7 @@ pub mod handlers;
 pub mod planners;
 pub mod progress;
 pub mod runner;
+pub mod sandbox;
 pub mod server;
 pub mod session;
 pub mod store;

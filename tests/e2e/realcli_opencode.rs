@@ -19,11 +19,11 @@ use crate::realcli::{cli, kinds, new_ticket, plan_answer, transcript, Mock};
 /// turn keeps such a request off the main thread's turns should it come anyway).
 const TITLE_TURN: &str = "You are a title generator";
 
-fn title_turn() -> Value {
+pub fn title_turn() -> Value {
     json!({ "match": TITLE_TURN, "text": "Greeting plan", "repeat": -1 })
 }
 
-fn opencode_server(w: &World, mock: &Mock) -> Server {
+pub fn opencode_server(w: &World, mock: &Mock) -> Server {
     let url = format!("http://127.0.0.1:{}", mock.port);
     let config = json!({
         "provider": { "mock": {
