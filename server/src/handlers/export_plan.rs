@@ -140,10 +140,7 @@ fn write(path: &Path, text: &str, overwrite: bool) -> HandlerResult<()> {
 }
 
 fn exists(path: &Path) -> ResponseError {
-    ResponseError::new(
-        ErrorCode::Conflict,
-        format!("{} already exists; pass `overwrite` to replace it", path.display()),
-    )
+    ResponseError::new(ErrorCode::Conflict, format!("{} already exists", path.display()))
 }
 
 /// A new file (mode 0666 less the umask, like any file an editor saves); removed again when
