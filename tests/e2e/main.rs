@@ -8,6 +8,7 @@ mod initiative;
 mod bad_input;
 mod claude_cli;
 mod lifecycle;
+mod living;
 mod memory;
 mod planning;
 mod questions;

@@ -9,7 +9,7 @@
 //! (the CLI reads it once it starts); the system's temp cleaning removes it.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -76,6 +76,7 @@ fn private_file(name: &str, text: &str) -> HandlerResult<(PathBuf, PathBuf)> {
     };
     let dir = tempfile::Builder::new()
         .prefix("planwire-handoff-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
         .map_err(failed)?;
     let path = dir.path().join(name);
