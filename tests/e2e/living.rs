@@ -51,7 +51,7 @@ fn new_ticket(s: &mut Server, w: &World, tool: &str, model: Option<&str>) -> i64
 }
 
 /// Plans and waits for the run's end; returns the run and the ticket as it ended.
-fn plan(s: &mut Server, params: Value) -> (i64, Value) {
+pub fn plan(s: &mut Server, params: Value) -> (i64, Value) {
     let ticket = params["ticketId"].as_i64().unwrap();
     s.seen.clear();
     let run = s.ok("planwire/plan", params)["runId"].as_i64().unwrap();
@@ -585,7 +585,7 @@ fn get_ticket_sums_usage_and_runs_carry_their_timing() {
 
 /// A fake implementation CLI: records its argv, its working directory and the plan file its
 /// prompt names, then exits.
-fn fake_implementer(w: &World, name: &str) -> String {
+pub fn fake_implementer(w: &World, name: &str) -> String {
     let d = w.dir.path().display();
     w.fake_cli(
         name,

@@ -14,6 +14,7 @@ mod planning;
 mod questions;
 mod realcli;
 mod realcli_codex;
+mod realcli_living;
 mod realcli_opencode;
 mod recovery;
 mod stop;
