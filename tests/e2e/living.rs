@@ -583,6 +583,17 @@ fn get_ticket_sums_usage_and_runs_carry_their_timing() {
     assert_eq!(ended["timing"], got["runs"][1]["timing"]);
 }
 
+/// Runs a hand-off's command as an editor does: its argv with no shell, in its `cwd`.
+pub fn run_handoff(h: &Value) {
+    let argv: Vec<String> = serde_json::from_value(h["argv"].clone()).unwrap();
+    let status = Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(h["cwd"].as_str().unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{argv:?}");
+}
+
 /// A fake implementation CLI: records its argv, its working directory and the plan file its
 /// prompt names, then exits.
 pub fn fake_implementer(w: &World, name: &str) -> String {
@@ -648,12 +659,7 @@ fn a_handoff_command_runs_the_chosen_cli_in_the_root_with_the_plan() {
     );
 
     // The command runs as the editor runs it: no shell, in `cwd`.
-    let status = Command::new(&argv[0])
-        .args(&argv[1..])
-        .current_dir(h["cwd"].as_str().unwrap())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    run_handoff(&h);
     let recorded: Vec<String> = serde_json::from_str(&read(&w.path("impl-argv.json").display().to_string())).unwrap();
     assert_eq!(recorded, argv[1..]);
     assert_eq!(read(&w.path("impl-cwd").display().to_string()).trim(), w.root());

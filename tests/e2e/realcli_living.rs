@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::harness::*;
-use crate::living::{fake_implementer, plan};
+use crate::living::{fake_implementer, plan, run_handoff};
 use crate::realcli::{cli, new_ticket, plan_answer, Mock};
 
 /// planwire with the real Claude Code against the mock; hand-off files go to the world's
@@ -205,13 +205,7 @@ fn realcli_claude_edit_replan_feedback_versions_export_and_handoff() {
 
     // Hand-off to another CLI than the planner: the command runs, in the root, with the plan.
     let h = s.ok("planwire/handoff", json!({ "ticketId": ticket, "tool": "codex" }));
-    let argv: Vec<String> = serde_json::from_value(h["argv"].clone()).unwrap();
-    let status = Command::new(&argv[0])
-        .args(&argv[1..])
-        .current_dir(h["cwd"].as_str().unwrap())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    run_handoff(&h);
     let handed = std::fs::read_to_string(w.path("impl-plan.md")).unwrap();
     assert!(handed.starts_with("# Third plan\n") && handed.contains("Plan version 3 of planwire ticket"));
     let t = s.ok("planwire/getTicket", json!({ "ticketId": ticket }))["ticket"].clone();

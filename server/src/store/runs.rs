@@ -389,11 +389,11 @@ pub fn recover(conn: &Connection) -> Result<Vec<Leftover>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::tickets::tests::new_ticket;
 
-    fn new_run(ticket: TicketId) -> NewRun {
+    pub(crate) fn new_run(ticket: TicketId) -> NewRun {
         NewRun {
             ticket_id: ticket,
             tool: "script".into(),

@@ -417,17 +417,7 @@ pub(crate) mod tests {
 
         let (pid, start) = crate::util::self_identity();
         let owner = super::super::runs::Owner { pid, start };
-        let run = super::super::runs::NewRun {
-            ticket_id: id,
-            tool: "script".into(),
-            model: None,
-            variant: None,
-            retry_of: None,
-            resume_of: None,
-            fresh_reason: None,
-            supersede_questions: false,
-        };
-        super::super::runs::create(&conn, &run, owner).unwrap();
+        super::super::runs::create(&conn, &super::super::runs::tests::new_run(id), owner).unwrap();
         let before = messages(&conn, id).unwrap().len();
         assert!(matches!(update(&conn, id, &edit), Err(StoreError::Busy(_))));
         assert_eq!(get(&conn, id).unwrap().title, "New");
