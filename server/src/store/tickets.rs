@@ -170,6 +170,8 @@ pub fn delete(conn: &Connection, id: TicketId) -> Result<Vec<TicketId>> {
         "DELETE FROM questions WHERE ticket_id = ?1",
         "DELETE FROM messages WHERE ticket_id = ?1",
         "DELETE FROM plan_versions WHERE ticket_id = ?1",
+        // Accepted suggestions live on as memory entries, which name no ticket.
+        "DELETE FROM memory_suggestions WHERE ticket_id = ?1",
         "DELETE FROM ticket_deps WHERE ticket_id = ?1 OR depends_on = ?1",
         "DELETE FROM runs WHERE ticket_id = ?1",
         "DELETE FROM tickets WHERE id = ?1",
@@ -422,6 +424,26 @@ pub(crate) mod tests {
         assert!(matches!(update(&conn, id, &edit), Err(StoreError::Busy(_))));
         assert_eq!(get(&conn, id).unwrap().title, "New");
         assert_eq!(messages(&conn, id).unwrap().len(), before);
+    }
+
+    #[test]
+    fn delete_takes_the_versions_and_memory_suggestions_along() {
+        let conn = crate::store::test_conn();
+        let id = new_ticket(&conn);
+        let (pid, start) = crate::util::self_identity();
+        let owner = super::super::runs::Owner { pid, start };
+        let (run, _) = super::super::runs::create(&conn, &super::super::runs::tests::new_run(id), owner).unwrap();
+        conn.execute("UPDATE runs SET status = 'completed' WHERE id = ?1", [run])
+            .unwrap();
+        super::super::plans::record(&conn, id, Some(run), &Plan::default()).unwrap();
+        super::super::memory::record_suggestions(&conn, id, run, &["A fact.".to_owned()]).unwrap();
+        delete(&conn, id).unwrap();
+        for table in ["plan_versions", "memory_suggestions", "tickets", "runs"] {
+            let n: i64 = conn
+                .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, 0, "{table}");
+        }
     }
 
     #[test]
