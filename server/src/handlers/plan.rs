@@ -68,6 +68,14 @@ pub async fn handle(s: Arc<Session>, p: PlanParams) -> HandlerResult<PlanResult>
         None => runner::start(&s, &ticket, spec).await?,
     };
     settings::record(&s, run_id, &used).await;
+    let (title, description) = (ticket.title.clone(), ticket.description.clone());
+    let recorded = s
+        .store
+        .write(move |c| runs::set_ticket_text(c, run_id, &title, &description))
+        .await;
+    if let Err(e) = recorded {
+        tracing::error!("run {run_id}: cannot record the ticket text it planned: {e}");
+    }
     Ok(PlanResult {
         ticket_id: ticket.id,
         run_id,

@@ -1,6 +1,6 @@
 //! Plan versions: every plan a ticket was given, numbered from 1, never overwritten. The
-//! ticket's own `plan_json` is a copy of its latest version, written in the same statement
-//! sequence (and so the same transaction) as the version.
+//! ticket's own `plan_json` and `plan_version` are a copy of its latest version, written in
+//! the same transaction as the version, so listing tickets reads no other table.
 
 use planwire_protocol::{Plan, RunId, TicketId};
 use rusqlite::{params, Connection, OptionalExtension, Row};
@@ -30,8 +30,8 @@ pub fn record(conn: &Connection, ticket: TicketId, run: Option<RunId>, plan: &Pl
         |r| r.get(0),
     )?;
     conn.execute(
-        "UPDATE tickets SET plan_json = ?2, updated_at = ?3 WHERE id = ?1",
-        params![ticket, json, ts],
+        "UPDATE tickets SET plan_json = ?2, plan_version = ?3, updated_at = ?4 WHERE id = ?1",
+        params![ticket, json, version, ts],
     )?;
     Ok(version)
 }

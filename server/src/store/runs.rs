@@ -204,6 +204,16 @@ pub fn ensure_idle(conn: &Connection, ticket: TicketId) -> Result<()> {
     Ok(())
 }
 
+/// Records the ticket's text a run's prompt was built from (an edit may land between the
+/// handler's read and the run's creation, which copied the ticket's text then).
+pub fn set_ticket_text(conn: &Connection, run: RunId, title: &str, description: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE runs SET ticket_title = ?2, ticket_description = ?3 WHERE id = ?1",
+        params![run, title, description],
+    )?;
+    Ok(())
+}
+
 /// Records the feedback a run was started with.
 pub fn set_feedback(conn: &Connection, run: RunId, feedback: &str) -> Result<()> {
     conn.execute("UPDATE runs SET feedback = ?2 WHERE id = ?1", params![run, feedback])?;

@@ -192,6 +192,9 @@ const MIGRATIONS: &[&str] = &[
         COALESCE((SELECT r.ended_at FROM runs r WHERE r.ticket_id = t.id AND r.status = 'completed'
             ORDER BY r.id DESC LIMIT 1), t.updated_at)
     FROM tickets t WHERE t.plan_json IS NOT NULL;
+    -- The latest version's number, kept beside plan_json (listing tickets reads no other table).
+    ALTER TABLE tickets ADD COLUMN plan_version INTEGER;
+    UPDATE tickets SET plan_version = 1 WHERE plan_json IS NOT NULL;
     ALTER TABLE tickets ADD COLUMN branch TEXT;
     ALTER TABLE tickets ADD COLUMN handed_off_at TEXT;
     ALTER TABLE tickets ADD COLUMN handed_off_tool TEXT;
@@ -267,6 +270,14 @@ mod tests {
             (rows[1].0, rows[1].1, rows[1].2, rows[1].4.as_str()),
             (2, 1, Some(4), "t8")
         );
+        let latest: Vec<Option<u32>> = conn
+            .prepare("SELECT plan_version FROM tickets ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(latest, [Some(1), Some(1), None]);
         let version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, VERSION);
     }

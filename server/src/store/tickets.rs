@@ -43,9 +43,8 @@ pub fn create(conn: &Connection, t: &NewTicket) -> Result<TicketId> {
 }
 
 const SELECT: &str = "SELECT t.id, p.root, t.title, t.description, t.status, t.tool, t.model, t.variant,
-    t.created_at, t.updated_at, t.plan_json, t.initiative_run_id, t.branch,
-    (SELECT MAX(v.version) FROM plan_versions v WHERE v.ticket_id = t.id), t.handed_off_at, t.handed_off_tool
-    FROM tickets t JOIN projects p ON p.id = t.project_id";
+    t.created_at, t.updated_at, t.plan_json, t.initiative_run_id, t.branch, t.plan_version, t.handed_off_at,
+    t.handed_off_tool FROM tickets t JOIN projects p ON p.id = t.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Ticket> {
     let status: String = r.get(4)?;
