@@ -5,6 +5,9 @@
 //!   the prompt never passes through a shell and can never be read as a flag;
 //! - parse: a stateful [`LineParser`] from the CLI's stream to normalized events.
 //!
+//! `handoff` is the one exception to plan mode: the command of an interactive implementation
+//! session, which planwire hands to the editor and never runs itself.
+//!
 //! An adapter knows a CLI's argv and line format and nothing else. What the parsers share
 //! (the frame of `parse_line`, held text, subagent bookkeeping, summaries, raw lines, API
 //! error classes) is in the helpers at the end of this file.
@@ -13,6 +16,7 @@ pub mod claude;
 pub mod codex;
 pub mod detect;
 pub mod driver;
+pub mod handoff;
 pub mod initiative;
 pub mod instructions;
 pub mod lines;
