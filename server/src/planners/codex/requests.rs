@@ -6,6 +6,8 @@
 //!   {answers: [strings]}}}`, keyed by each question's `id` (not its text). The chosen labels
 //!   and any free text are the strings; Codex passes the JSON to the model as the tool's output.
 //!   A dismissal answers every question with [`DECLINED`].
+//!   Questions planwire cannot read are answered with a note saying so (an error response
+//!   would reach the model as `{"answers":{}}`, with no reason).
 //! - Every approval is declined: a command (`item/commandExecution/requestApproval`) or a patch
 //!   (`item/fileChange/requestApproval`) gets `decline`, a permission request grants nothing
 //!   for the turn, an MCP elicitation is declined, and the legacy `execCommandApproval` /
@@ -33,6 +35,9 @@ pub enum Handling {
     Respond(Value),
     Reject(ResponseError),
 }
+
+const UNREADABLE: &str = "planwire could not show this question to the user. Continue on your stated \
+assumptions, and list those assumptions as open questions in the plan.";
 
 const READ_ONLY: &str = "planwire plans in read-only mode: nothing may be written or run outside the sandbox.";
 
@@ -62,10 +67,7 @@ pub fn handle(method: &str, params: &Value) -> Handling {
     match method {
         "item/tool/requestUserInput" => match questions(params) {
             Some((items, ids)) => Handling::Ask { items, ids },
-            None => Handling::Reject(ResponseError::new(
-                ErrorCode::InvalidParams,
-                "planwire could not read these questions",
-            )),
+            None => Handling::Respond(unreadable(params)),
         },
         "item/commandExecution/requestApproval" | "item/fileChange/requestApproval" => {
             Handling::Respond(json!({ "decision": "decline" }))
@@ -116,6 +118,26 @@ fn questions(params: &Value) -> Option<(Vec<QuestionItem>, Vec<String>)> {
         })
         .collect();
     Some((items, ids))
+}
+
+/// What the model reads for questions planwire could not show: every question it can name
+/// is answered so (an error response would reach the model as empty answers).
+fn unreadable(params: &Value) -> Value {
+    let ids: Vec<String> = params
+        .get("questions")
+        .and_then(Value::as_array)
+        .map(|qs| {
+            qs.iter()
+                .filter_map(|q| q.get("id")?.as_str())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut answers = Map::new();
+    for id in ids.into_iter().filter(|id| !id.is_empty()) {
+        answers.insert(id, json!({ "answers": [UNREADABLE] }));
+    }
+    json!({ "answers": answers })
 }
 
 /// The response to a `requestUserInput`: the answers keyed by question id, in order.
@@ -219,18 +241,23 @@ mod tests {
     }
 
     #[test]
-    fn unreadable_questions_are_rejected() {
+    fn unreadable_questions_are_answered_with_a_note() {
         for params in [
             json!({}),
             json!({ "questions": [] }),
             json!({ "questions": [{ "id": "", "question": "q" }] }),
-            json!({ "questions": [{ "id": "a" }] }),
         ] {
-            assert!(
-                matches!(handle("item/tool/requestUserInput", &params), Handling::Reject(e) if e.code == -32602),
+            assert_eq!(
+                handle("item/tool/requestUserInput", &params),
+                Handling::Respond(json!({ "answers": {} })),
                 "{params}"
             );
         }
+        let Handling::Respond(v) = handle("item/tool/requestUserInput", &json!({ "questions": [{ "id": "a" }] }))
+        else {
+            panic!()
+        };
+        assert_eq!(v["answers"]["a"]["answers"][0], UNREADABLE);
         let Handling::Ask { items, .. } = handle(
             "item/tool/requestUserInput",
             &json!({ "questions": [{ "id": "a", "question": "Free?", "options": null }] }),
