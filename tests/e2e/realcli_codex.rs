@@ -96,6 +96,20 @@ fn question_note(s: &mut Server, ticket: i64) -> Value {
         .clone()
 }
 
+/// A run whose model asks [`ask_turn`]'s question, then answers a request holding `then` with
+/// the plan `title`: the mock, the server, the ticket, the run and the question, once asked.
+fn asking(w: &World, then: &str, title: &str) -> (Mock, Server, i64, i64, Value) {
+    let mock = Mock::start(
+        w,
+        json!({ "turns": [ask_turn(), { "match": then, "text": plan_answer(title) }] }),
+    );
+    let mut s = codex_server(w, &mock);
+    let ticket = new_ticket(&mut s, w, "codex");
+    let run = plan(&mut s, ticket);
+    let q = question_note(&mut s, ticket);
+    (mock, s, ticket, run, q)
+}
+
 /// The model requests (Responses API).
 fn responses(mock: &Mock) -> Vec<Value> {
     mock.requests()
@@ -393,14 +407,7 @@ fn realcli_codex_resumes_its_session_with_a_follow_up() {
 #[ignore = "needs the real CLIs: tests/realcli/install.sh"]
 fn realcli_codex_live_question_is_answered_in_the_same_run() {
     let w = World::new();
-    let mock = Mock::start(
-        &w,
-        json!({ "turns": [ask_turn(), { "match": "with an exclamation mark", "text": plan_answer("Plan with the chosen greeting") }] }),
-    );
-    let mut s = codex_server(&w, &mock);
-    let ticket = new_ticket(&mut s, &w, "codex");
-    let run = plan(&mut s, ticket);
-    let q = question_note(&mut s, ticket);
+    let (mock, mut s, ticket, run, q) = asking(&w, "with an exclamation mark", "Plan with the chosen greeting");
     assert_eq!(
         (q["source"].clone(), q["status"].clone()),
         (json!("live"), json!("open"))
@@ -462,14 +469,7 @@ fn realcli_codex_live_question_is_answered_in_the_same_run() {
 #[ignore = "needs the real CLIs: tests/realcli/install.sh"]
 fn realcli_codex_dismissed_question_goes_on_with_assumptions() {
     let w = World::new();
-    let mock = Mock::start(
-        &w,
-        json!({ "turns": [ask_turn(), { "match": "declined to answer", "text": plan_answer("Plan on assumptions") }] }),
-    );
-    let mut s = codex_server(&w, &mock);
-    let ticket = new_ticket(&mut s, &w, "codex");
-    let run = plan(&mut s, ticket);
-    let q = question_note(&mut s, ticket);
+    let (mock, mut s, ticket, run, q) = asking(&w, "declined to answer", "Plan on assumptions");
     let r = s.ok(
         "planwire/answer",
         json!({ "ticketId": ticket, "questionId": q["id"], "dismiss": true }),
@@ -492,14 +492,7 @@ fn realcli_codex_dismissed_question_goes_on_with_assumptions() {
 #[ignore = "needs the real CLIs: tests/realcli/install.sh"]
 fn realcli_codex_stop_while_a_question_waits() {
     let w = World::new();
-    let mock = Mock::start(
-        &w,
-        json!({ "turns": [ask_turn(), { "match": "A: Hi there", "text": plan_answer("Plan after the stop") }] }),
-    );
-    let mut s = codex_server(&w, &mock);
-    let ticket = new_ticket(&mut s, &w, "codex");
-    let run = plan(&mut s, ticket);
-    let q = question_note(&mut s, ticket);
+    let (mock, mut s, ticket, run, q) = asking(&w, "A: Hi there", "Plan after the stop");
     let (pgid, start) = run_group(&w, run);
     assert!(group_alive(pgid, start));
     assert_eq!(
@@ -532,14 +525,7 @@ fn realcli_codex_stop_while_a_question_waits() {
 #[ignore = "needs the real CLIs: tests/realcli/install.sh"]
 fn realcli_codex_kill_9_while_a_question_waits_then_the_stale_answer_resumes() {
     let w = World::new();
-    let mock = Mock::start(
-        &w,
-        json!({ "turns": [ask_turn(), { "match": "A: Hi there", "text": plan_answer("Plan after the crash") }] }),
-    );
-    let mut s = codex_server(&w, &mock);
-    let ticket = new_ticket(&mut s, &w, "codex");
-    let run = plan(&mut s, ticket);
-    let q = question_note(&mut s, ticket);
+    let (mock, mut s, ticket, run, q) = asking(&w, "A: Hi there", "Plan after the crash");
     let (pgid, start) = run_group(&w, run);
     s.child.kill().unwrap();
     s.child.wait().unwrap();
