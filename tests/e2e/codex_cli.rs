@@ -73,3 +73,94 @@ fn a_codex_that_never_answers_is_stopped_by_the_idle_limit() {
     let (pgid, start) = run_group(&w, run);
     assert!(!group_alive(pgid, start), "the grandchild is gone too");
 }
+
+/// A `codex` that plays a recorded app-server conversation back (`tests/fixtures/codex/replay.py`).
+fn replaying(w: &World, fixture: &str, extra: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/codex");
+    let dir = dir.canonicalize().unwrap().display().to_string();
+    w.fake_cli(
+        "codex",
+        &format!(
+            "{VERSION}exec python3 {dir}/replay.py {dir}/{fixture}.jsonl {extra} 2>>{}\n",
+            w.path("replay.stderr").display()
+        ),
+    );
+}
+
+#[test]
+fn a_recorded_codex_conversation_plans_through_app_server() {
+    let w = World::new();
+    replaying(&w, "plain", "");
+    let mut s = started(&w, json!({}));
+    let (got, run) = plan_until_ended(&mut s, &w);
+    assert_eq!(got["ticket"]["status"], "planned", "{got}");
+    assert_eq!(got["ticket"]["plan"]["title"], "Codex plan");
+    let r = &got["runs"][0];
+    assert_eq!(
+        (r["status"].clone(), r["exitCode"].clone()),
+        (json!("completed"), json!(0)),
+        "{r}"
+    );
+    assert_eq!(r["providerSessionId"], "01a231df-784e-7bc2-94c8-5a5816e5db59");
+    let events = s.ok("planwire/getTranscript", json!({ "runId": run }))["events"].clone();
+    let kinds: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["session", "reasoning", "text", "usage"]);
+    assert_eq!(events[3]["inputTokens"], 1034);
+    // The first piece went out at once; the stored text then closed the block (the pieces
+    // still held are dropped: the event has the whole text).
+    let deltas: String = s
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "planwire/delta" && m["params"]["kind"] == "text")
+        .map(|m| m["params"]["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        !deltas.is_empty() && events[2]["text"].as_str().unwrap().starts_with(&deltas),
+        "{deltas:?}"
+    );
+    assert_eq!(std::fs::read_to_string(w.path("replay.stderr")).unwrap_or_default(), "");
+}
+
+#[test]
+fn a_recorded_codex_question_is_answered_in_the_same_run() {
+    let w = World::new();
+    replaying(&w, "ask", "");
+    let mut s = started(&w, json!({}));
+    let t = s.ok(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "T", "description": "D", "tool": "codex" }),
+    );
+    let ticket = t["id"].as_i64().unwrap();
+    let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap();
+    let q = s.wait_for("the question", |m| m["method"] == "planwire/question")["params"]["question"].clone();
+    assert_eq!(q["items"][0]["question"], "Which greeting should the program print?");
+    // The recorded answer: the replay checks that planwire sends exactly it.
+    let r = s.ok(
+        "planwire/answer",
+        json!({ "ticketId": ticket, "questionId": q["id"], "answers": [{ "selected": ["Hi there"], "other": "with an exclamation mark" }] }),
+    );
+    assert_eq!(r["runId"], run);
+    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
+    assert_eq!(std::fs::read_to_string(w.path("replay.stderr")).unwrap_or_default(), "");
+}
+
+#[test]
+fn a_codex_that_does_not_exit_after_its_turn_still_plans_and_is_stopped() {
+    let w = World::new();
+    replaying(&w, "plain", "--linger");
+    let mut s = started(&w, json!({}));
+    let (got, run) = plan_until_ended(&mut s, &w);
+    assert_eq!(
+        got["ticket"]["status"], "planned",
+        "the completed turn is the answer: {got}"
+    );
+    let (pgid, start) = run_group(&w, run);
+    assert!(!group_alive(pgid, start), "the lingering app-server was stopped");
+}

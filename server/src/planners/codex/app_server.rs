@@ -389,8 +389,25 @@ impl Pass {
     }
 
     /// The turn is over (or the handshake failed): stdin closes and Codex exits by itself;
-    /// what it still writes meanwhile is read.
+    /// what it still writes meanwhile is read. After a completed turn, the turn is the pass's
+    /// success: a Codex that lingers (and is stopped) or fails on its way out loses no answer.
     async fn close(&mut self, child: &mut Supervised, incoming: &mut tokio::sync::mpsc::Receiver<ReaderEvent>) -> Exit {
+        let exit = self.wait_exit(child, incoming).await;
+        match exit {
+            Exit::Exited(Some(status)) if status.success() => exit,
+            _ if self.map.turn_completed() => {
+                tracing::warn!("codex app-server ended badly after its turn completed: {exit:?}");
+                Exit::Exited(Some(std::os::unix::process::ExitStatusExt::from_raw(0)))
+            }
+            _ => exit,
+        }
+    }
+
+    async fn wait_exit(
+        &mut self,
+        child: &mut Supervised,
+        incoming: &mut tokio::sync::mpsc::Receiver<ReaderEvent>,
+    ) -> Exit {
         self.stdio.close_stdin();
         let deadline = tokio::time::sleep(EXIT_WAIT);
         tokio::pin!(deadline);

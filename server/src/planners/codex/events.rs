@@ -181,6 +181,11 @@ impl Mapper {
         self.turn_status.is_some()
     }
 
+    /// True once the main thread's turn completed with status `completed`.
+    pub fn turn_completed(&self) -> bool {
+        self.turn_status.as_deref() == Some("completed")
+    }
+
     /// The main agent's messages that ended the turn, joined by blank lines.
     pub fn final_text(&self) -> String {
         self.final_text.join("\n\n")

@@ -25,7 +25,8 @@
 //! 5. The turn's notifications become events and deltas ([`events`]); its server requests are
 //!    answered by the read-only rules ([`requests`]): questions go to the person, every
 //!    approval is declined, anything else is -32601.
-//! 6. `turn/completed` ends the pass: stdin is closed, and Codex exits 0. A stop is
+//! 6. `turn/completed` ends the pass: stdin is closed, and Codex exits 0 (a Codex that
+//!    lingers is stopped; a completed turn stays the pass's success). A stop is
 //!    `turn/interrupt`, then the process group.
 //!
 //! Traps: the `codex` on `PATH` is a Node wrapper (`planners::locate` takes the native binary);
