@@ -689,3 +689,45 @@ fn realcli_codex_unknown_session_starts_fresh() {
     assert_group_gone(&w, resumed);
     assert_group_gone(&w, fresh);
 }
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_codex_breaks_down_an_initiative_in_one_thread() {
+    let w = World::new();
+    let outline = json!({ "tickets": [
+        { "key": "api", "title": "Greeting API", "scope": "Serve it.", "dependencies": [] },
+        { "key": "ui", "title": "Greeting UI", "scope": "Show it.", "dependencies": ["api"] } ] });
+    let expansion = json!({ "tickets": [
+        { "key": "api", "title": "Greeting API", "description": "## Steps\n1. Add the route.", "acceptanceCriteria": ["GET works"], "openQuestions": [], "dependencies": [] },
+        { "key": "ui", "title": "Greeting UI", "description": "## Steps\n1. Call the route.", "acceptanceCriteria": ["shows it"], "openQuestions": [], "dependencies": ["api"] } ] });
+    let mock = Mock::start(
+        &w,
+        json!({ "turns": [
+            { "text": format!("Outline ready.\n<planwire-outline>{outline}</planwire-outline>") },
+            { "match": "Second pass: the expansion", "text": format!("Expanded.\n<planwire-expansion>{expansion}</planwire-expansion>") },
+        ]}),
+    );
+    let mut s = codex_server(&w, &mock);
+    let run = s.ok(
+        "planwire/breakdown",
+        json!({ "root": w.root(), "description": "A greeting service and a UI.", "tool": "codex" }),
+    )["runId"]
+        .as_i64()
+        .unwrap();
+    let ended = run_ends(&mut s, run);
+    assert_eq!(ended["status"], "completed", "{ended}\nstderr:\n{}", s.stderr());
+    let tickets = s.ok("planwire/listTickets", json!({ "initiativeRunId": run }))["tickets"].clone();
+    let titles: Vec<&str> = tickets
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles.len(), 2, "{tickets}");
+    assert!(titles.contains(&"Greeting UI") && titles.contains(&"Greeting API"));
+    // The expansion resumed the outline's thread: its request carries the outline answer.
+    let reqs = responses(&mock);
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[1]["body"].to_string().contains("Outline ready."));
+    assert_group_gone(&w, run);
+}
