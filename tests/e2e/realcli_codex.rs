@@ -318,6 +318,7 @@ fn realcli_codex_auth_error_fails_fast_with_its_message() {
     );
     let n = responses(&mock).len();
     assert!((1..=3).contains(&n), "{n} requests: a 401 is not retried");
+    eprintln!("codex 401: the run ended {took:?} after planwire/plan");
     assert!(took < Duration::from_secs(20), "took {took:?}");
 }
 

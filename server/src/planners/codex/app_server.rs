@@ -52,6 +52,8 @@ pub struct Start {
     /// The thread to resume.
     pub resume: Option<String>,
     pub cwd: PathBuf,
+    /// Codex's own sandbox mode for the thread (`read-only`).
+    pub sandbox: &'static str,
 }
 
 pub struct AppServerDriver {
@@ -213,12 +215,12 @@ impl Pass {
         self.request("initialize", params)
     }
 
-    /// `thread/start`, or `thread/resume` of the ticket's session, read-only and never asking
-    /// for approval.
+    /// `thread/start`, or `thread/resume` of the ticket's session, in its sandbox mode and
+    /// never asking for approval.
     fn open_thread(&self) -> Response {
         let mut params = json!({
             "cwd": self.start.cwd,
-            "sandbox": "read-only",
+            "sandbox": self.start.sandbox,
             "approvalPolicy": "never",
         });
         if let Some(model) = &self.start.model {

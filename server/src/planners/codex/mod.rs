@@ -52,6 +52,9 @@ const COMMON_CONFIG: [&str; 2] = [
     "features.daemon_auto_start=false",
 ];
 
+/// Codex's own sandbox for a pass's thread: reads only (commands that write fail).
+const SANDBOX: &str = "read-only";
+
 /// What replaces Codex's built-in plan-mode instructions: planwire's prompt gives the answer
 /// format (a plan, an outline, a research note), so the model is asked for that, never for
 /// Codex's own `<proposed_plan>` block.
@@ -96,6 +99,7 @@ pub fn prepare(program: &Path, req: &PassRequest) -> Prepared {
         effort: effort(req.variant.as_deref()),
         resume: req.resume.clone().filter(|s| flag_value_ok(s)),
         cwd: req.root.clone(),
+        sandbox: SANDBOX,
     };
     Prepared {
         recorded_args: args.clone(),
