@@ -295,10 +295,11 @@ impl Mapper {
     /// A subagent's key, started when first seen.
     fn ensure_agent(&mut self, agent: &Option<String>, out: &mut Output) {
         if let Some(key) = agent {
-            if !self.subagents.has_ended(key) {
-                let label = self.labels.get(key).cloned().unwrap_or_else(|| "subagent".into());
-                self.flush(false, out);
-                self.subagents.start(key, &label, &mut out.events);
+            let label = self.labels.get(key).cloned().unwrap_or_else(|| "subagent".into());
+            let mut started = Vec::new();
+            self.subagents.start(key, &label, &mut started);
+            for ev in started {
+                self.emit(ev, out);
             }
         }
     }
@@ -640,8 +641,11 @@ impl Mapper {
                 "interrupted" => "interrupted",
                 _ => "error",
             };
-            self.flush(false, out);
-            self.subagents.end(&key, status, &mut out.events);
+            let mut ended = Vec::new();
+            self.subagents.end(&key, status, &mut ended);
+            for ev in ended {
+                self.emit(ev, out);
+            }
             return;
         }
         if status == "completed" {

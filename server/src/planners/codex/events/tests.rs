@@ -541,6 +541,46 @@ fn another_threads_items_are_its_subagents() {
 }
 
 #[test]
+fn a_subagent_that_works_on_after_the_final_message_leaves_it_final() {
+    let mut r = started_run();
+    item(
+        &mut r,
+        "started",
+        "T",
+        json!({ "type": "agentMessage", "id": "m1", "text": "" }),
+    );
+    item(
+        &mut r,
+        "completed",
+        "T",
+        json!({ "type": "agentMessage", "id": "m1", "text": "The plan." }),
+    );
+    item(
+        &mut r,
+        "completed",
+        "S",
+        json!({ "type": "agentMessage", "id": "s1", "text": "late note" }),
+    );
+    note(
+        &mut r,
+        "turn/completed",
+        json!({ "threadId": "S", "turn": { "status": "completed" } }),
+    );
+    note(
+        &mut r,
+        "turn/completed",
+        json!({ "threadId": "T", "turn": { "status": "completed" } }),
+    );
+    r.finish();
+    // In time order, and the main message is still the final answer.
+    assert_eq!(
+        shape(&r.events),
+        ["session", "text!", "subagent:start@S", "text@S", "subagent:end@S"]
+    );
+    assert_eq!(r.map.final_text(), "The plan.");
+}
+
+#[test]
 fn shell_unwrapping() {
     assert_eq!(unwrap_shell("/bin/bash -lc 'cat a && ls'"), "cat a && ls");
     assert_eq!(unwrap_shell(r#"/bin/bash -lc 'echo '\''hi'\'''"#), "echo 'hi'");
