@@ -162,11 +162,12 @@ impl Tool {
         }
     }
 
+    /// The line parser of a tool whose channel is lines on stdout (Codex's is JSON-RPC).
     pub fn parser(self) -> Box<dyn LineParser> {
         match self {
             Tool::Claude | Tool::Script => Box::new(claude::ClaudeParser::new()),
             Tool::OpenCode => Box::new(opencode::OpenCodeParser::new()),
-            Tool::Codex => Box::new(codex::CodexParser::new()),
+            Tool::Codex => unreachable!("codex app-server is JSON-RPC, not lines: codex::prepare drives it"),
         }
     }
 }
@@ -364,16 +365,8 @@ pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest) -> driver:
                 false,
             )
         }
-        Tool::Codex => {
-            // `-` reads the prompt from stdin, which is closed after it is written.
-            let args = codex::argv_in(
-                req.model.as_deref(),
-                req.resume.as_deref(),
-                req.variant.as_deref(),
-                req.outer_sandbox,
-            );
-            (args, codex::env(), Some(req.prompt.clone()), false)
-        }
+        // JSON-RPC on stdio (`codex app-server`): its own driver.
+        Tool::Codex => return codex::prepare(program, req),
         Tool::Script => {
             let script = req.model.clone().unwrap_or_else(|| "demo".into());
             // A script recorded in Claude's bidirectional mode talks on stdin like Claude.
