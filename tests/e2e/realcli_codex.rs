@@ -210,8 +210,17 @@ fn realcli_codex_plain_plan() {
         mode.contains("planwire's planning mode") && mode.contains("<planwire-plan>"),
         "{mode}"
     );
+    // Codex's own sandbox is read-only, unless planwire's OS sandbox holds it (its bubblewrap
+    // cannot start inside Landlock, and the kernel refuses writes instead).
+    let inner = if planwire::sandbox::support().is_ok() {
+        "danger-full-access"
+    } else {
+        "read-only"
+    };
     assert!(
-        developer.iter().any(|t| t.contains("`sandbox_mode` is `read-only`")),
+        developer
+            .iter()
+            .any(|t| t.contains(&format!("`sandbox_mode` is `{inner}`"))),
         "{developer:?}"
     );
     let tools: Vec<&str> = body["tools"]
