@@ -19,6 +19,7 @@ step "cargo fmt" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test" cargo test --workspace
 step "build planwire" cargo build -p planwire
+step "planwire acp (official ACP SDK client)" bash tests/acp/run.sh
 
 # The real-CLI tier: the pinned CLIs from npm against our mock model server.
 bash tests/realcli/install.sh

@@ -14,8 +14,8 @@ use agent_client_protocol_schema::v1::{
     CreateElicitationRequest, CreateElicitationResponse, ElicitationAction, ElicitationContentValue,
     ElicitationFormMode, ElicitationMode, ElicitationSchema, ElicitationSessionScope, EnumOption,
     MultiSelectPropertySchema, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SessionUpdate, StringPropertySchema, ToolCall,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    RequestPermissionRequest, RequestPermissionResponse, SessionUpdate, StringPropertySchema, ToolCall, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use planwire_protocol::{Answer, Question, QuestionItem};
 
@@ -101,7 +101,11 @@ pub fn form(q: &Question) -> ElicitationSchema {
         schema = if item.multi_select {
             schema.property(field(i), MultiSelectPropertySchema::titled(options).title(title), false)
         } else {
-            schema.property(field(i), StringPropertySchema::new().title(title).one_of(options), false)
+            schema.property(
+                field(i),
+                StringPropertySchema::new().title(title).one_of(options),
+                false,
+            )
         };
         if item.allow_other {
             let other = StringPropertySchema::new().title(format!("{}: your own answer (optional)", item.header));
@@ -164,12 +168,10 @@ async fn elicit(agent: &Agent, session_id: &str, q: &Question) -> Option<Outcome
         }
     };
     Some(match response.action {
-        ElicitationAction::Accept(accept) => {
-            match accept.content.as_ref().and_then(|c| answers_of(&q.items, c)) {
-                Some(answers) => Outcome::Answers(answers),
-                None => Outcome::Dismiss,
-            }
-        }
+        ElicitationAction::Accept(accept) => match accept.content.as_ref().and_then(|c| answers_of(&q.items, c)) {
+            Some(answers) => Outcome::Answers(answers),
+            None => Outcome::Dismiss,
+        },
         _ => Outcome::Dismiss,
     })
 }
@@ -193,10 +195,16 @@ async fn permission(agent: &Agent, session_id: &str, q: &Question, item: &Questi
         PermissionOptionKind::RejectOnce,
     ));
     let fields = ToolCallUpdateFields::new().title(item.question.clone());
-    let request = RequestPermissionRequest::new(session_id.to_owned(), ToolCallUpdate::new(call_id.clone(), fields), options);
+    let request = RequestPermissionRequest::new(
+        session_id.to_owned(),
+        ToolCallUpdate::new(call_id.clone(), fields),
+        options,
+    );
     let response: Result<RequestPermissionResponse, _> = agent.ask_client("session/request_permission", request).await;
     let done = ToolCallUpdate::new(call_id, ToolCallUpdateFields::new().status(ToolCallStatus::Completed));
-    agent.update(session_id, vec![SessionUpdate::ToolCallUpdate(done)]).await;
+    agent
+        .update(session_id, vec![SessionUpdate::ToolCallUpdate(done)])
+        .await;
     let chosen = match response {
         Ok(r) => match r.outcome {
             RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),

@@ -13,8 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use planwire_protocol::{
-    ErrorCode, QuestionNotification, Request, RunChanged, RunId, TicketChanged, TicketId,
-    TranscriptNotification,
+    ErrorCode, QuestionNotification, Request, RunChanged, RunId, TicketChanged, TicketId, TranscriptNotification,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -8,8 +8,7 @@ use agent_client_protocol_schema::v1::{
     UnstructuredCommandInput,
 };
 use planwire_protocol::{
-    Breakdown, BreakdownParams, GetTicket, ListTickets, ListTicketsParams, RunStatus, Status, StatusParams,
-    TicketRef,
+    Breakdown, BreakdownParams, GetTicket, ListTickets, ListTicketsParams, RunStatus, Status, StatusParams, TicketRef,
 };
 use tokio::sync::watch;
 
@@ -43,7 +42,9 @@ pub fn announce() -> Vec<SessionUpdate> {
             }
         })
         .collect();
-    vec![SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands))]
+    vec![SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(
+        commands,
+    ))]
 }
 
 /// `/name rest` when `name` is one of ours.
@@ -131,7 +132,11 @@ async fn status(agent: &Agent, ticket: Option<i64>) -> Result<String, ResponseEr
         t.tool
     );
     for run in got.runs.iter().take(5) {
-        let failure = run.failure.as_ref().map(|f| format!(": {}", f.message)).unwrap_or_default();
+        let failure = run
+            .failure
+            .as_ref()
+            .map(|f| format!(": {}", f.message))
+            .unwrap_or_default();
         text.push_str(&format!(
             "\n- run {} {} {}{failure}",
             run.id,
@@ -174,7 +179,9 @@ async fn breakdown(
         Ended::Waiting => return Ok(StopReason::EndTurn),
     };
     if ended.status == RunStatus::Cancelled {
-        agent.update(&sid, vec![agent_text("\n\nThe breakdown was stopped.")]).await;
+        agent
+            .update(&sid, vec![agent_text("\n\nThe breakdown was stopped.")])
+            .await;
         return Ok(StopReason::Cancelled);
     }
     let created = agent
@@ -194,7 +201,11 @@ async fn breakdown(
             created.len()
         );
         for t in &created {
-            let deps: Vec<String> = t.depends_on.iter().map(|d| format!("`{}`", ticket_session(*d))).collect();
+            let deps: Vec<String> = t
+                .depends_on
+                .iter()
+                .map(|d| format!("`{}`", ticket_session(*d)))
+                .collect();
             let deps = if deps.is_empty() {
                 String::new()
             } else {
@@ -214,7 +225,10 @@ mod tests {
 
     #[test]
     fn only_our_commands_parse() {
-        assert_eq!(parse("/breakdown Serve it over HTTP"), Some(("breakdown", "Serve it over HTTP")));
+        assert_eq!(
+            parse("/breakdown Serve it over HTTP"),
+            Some(("breakdown", "Serve it over HTTP"))
+        );
         assert_eq!(parse("  /replan"), Some(("replan", "")));
         assert_eq!(parse("/unknown thing"), None);
         assert_eq!(parse("plain text /replan"), None);

@@ -4,8 +4,12 @@
 
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::{ListSessionsRequest, ListSessionsResponse, LoadSessionResponse, SessionInfo, SessionUpdate};
-use planwire_protocol::{ErrorCode, GetTicket, GetTicketResult, ListTickets, ListTicketsParams, RunId, Ticket, TicketRef};
+use agent_client_protocol_schema::v1::{
+    ListSessionsRequest, ListSessionsResponse, LoadSessionResponse, SessionInfo, SessionUpdate,
+};
+use planwire_protocol::{
+    ErrorCode, GetTicket, GetTicketResult, ListTickets, ListTicketsParams, RunId, Ticket, TicketRef,
+};
 
 use super::render::{self, RunStream};
 use super::session::{self, ticket_of, ticket_session, Session};
@@ -26,9 +30,20 @@ pub async fn list(agent: &Agent, req: ListSessionsRequest) -> Result<ListSession
         })
         .await?
         .tickets;
-    // Newest first; the cursor is the last (updatedAt, id) of the previous page.
+    let (page, next) = page(&mut tickets, req.cursor.as_deref(), PAGE)?;
+    let sessions = page.into_iter().map(info).collect();
+    Ok(ListSessionsResponse::new(sessions).next_cursor(next))
+}
+
+/// One page of tickets, newest first; the cursor is the last (updatedAt, id) of the
+/// previous page, so a ticket changed meanwhile is neither skipped nor repeated twice.
+fn page<'a>(
+    tickets: &'a mut [Ticket],
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<(Vec<&'a Ticket>, Option<String>), ResponseError> {
     tickets.sort_by(|a, b| (&b.updated_at, b.id).cmp(&(&a.updated_at, a.id)));
-    let start = match req.cursor.as_deref().map(parse_cursor) {
+    let start = match cursor.map(parse_cursor) {
         None => 0,
         Some(Some((at, id))) => tickets
             .iter()
@@ -36,12 +51,11 @@ pub async fn list(agent: &Agent, req: ListSessionsRequest) -> Result<ListSession
             .unwrap_or(tickets.len()),
         Some(None) => return Err(super::invalid("session/list: this cursor is not one planwire gave")),
     };
-    let page: Vec<&Ticket> = tickets.iter().skip(start).take(PAGE).collect();
+    let page: Vec<&Ticket> = tickets.iter().skip(start).take(size).collect();
     let next = (start + page.len() < tickets.len())
         .then(|| page.last().map(|t| format!("{}|{}", t.updated_at, t.id)))
         .flatten();
-    let sessions = page.into_iter().map(info).collect();
-    Ok(ListSessionsResponse::new(sessions).next_cursor(next))
+    Ok((page, next))
 }
 
 fn parse_cursor(cursor: &str) -> Option<(String, i64)> {
@@ -99,7 +113,12 @@ async fn replay_ticket(agent: &Agent, session: &Session, got: &GetTicketResult) 
     for m in &got.messages {
         if let Some(run) = m.run_id {
             // Runs before this one (in id order) come first, then this one.
-            for r in runs.iter().copied().filter(|r| *r <= run && !replayed.contains(r)).collect::<Vec<_>>() {
+            for r in runs
+                .iter()
+                .copied()
+                .filter(|r| *r <= run && !replayed.contains(r))
+                .collect::<Vec<_>>()
+            {
                 replay_run(agent, session, r).await;
                 replayed.push(r);
             }
@@ -120,7 +139,9 @@ async fn replay_ticket(agent: &Agent, session: &Session, got: &GetTicketResult) 
 /// The `plan` entries of the ticket's current plan, for its latest plan message only.
 fn plan_of_message(got: &GetTicketResult, run: Option<RunId>) -> Option<SessionUpdate> {
     let last_plan_run = got.messages.iter().rev().find(|m| m.kind == "plan")?.run_id;
-    (last_plan_run == run).then(|| got.ticket.plan.as_ref().map(render::plan_update)).flatten()
+    (last_plan_run == run)
+        .then(|| got.ticket.plan.as_ref().map(render::plan_update))
+        .flatten()
 }
 
 async fn replay_run(agent: &Agent, session: &Session, run: RunId) {
@@ -129,4 +150,46 @@ async fn replay_run(agent: &Agent, session: &Session, run: RunId) {
     session.with_state(|s| {
         s.seen.insert(run, stream.last_seq);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use planwire_protocol::TicketStatus;
+
+    fn ticket(id: i64, updated: &str) -> Ticket {
+        Ticket {
+            id,
+            root: "/p".into(),
+            title: format!("t{id}"),
+            description: String::new(),
+            status: TicketStatus::Draft,
+            tool: "script".into(),
+            model: None,
+            variant: None,
+            created_at: updated.into(),
+            updated_at: updated.into(),
+            plan: None,
+            open_questions: vec![],
+            depends_on: vec![],
+            initiative_run_id: None,
+        }
+    }
+
+    #[test]
+    fn pages_are_newest_first_and_the_cursor_continues_exactly() {
+        let mut all = vec![
+            ticket(1, "2026-01-01"),
+            ticket(2, "2026-01-03"),
+            ticket(3, "2026-01-02"),
+            ticket(4, "2026-01-03"),
+        ];
+        let (first, next) = page(&mut all, None, 2).unwrap();
+        assert_eq!(first.iter().map(|t| t.id).collect::<Vec<_>>(), [4, 2]);
+        let cursor = next.unwrap();
+        let (second, next) = page(&mut all, Some(&cursor), 2).unwrap();
+        assert_eq!(second.iter().map(|t| t.id).collect::<Vec<_>>(), [3, 1]);
+        assert_eq!(next, None);
+        assert!(page(&mut all, Some("garbage"), 2).is_err());
+    }
 }

@@ -24,10 +24,9 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol_schema::v1::{
     AgentCapabilities, CancelNotification, ClientCapabilities, CloseSessionRequest, CloseSessionResponse,
     Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, ResumeSessionRequest,
-    SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities, SessionNotification,
-    SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse,
+    NewSessionResponse, PromptCapabilities, PromptRequest, ResumeSessionRequest, SessionCapabilities,
+    SessionCloseCapabilities, SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use planwire_protocol::{ErrorCode, PlannerInfo};
 use serde::de::DeserializeOwned;
@@ -198,7 +197,11 @@ impl Agent {
             }
             "session/close" => {
                 let req: CloseSessionRequest = parse(method, params)?;
-                let removed = self.sessions.lock().expect("sessions").remove(req.session_id.0.as_ref());
+                let removed = self
+                    .sessions
+                    .lock()
+                    .expect("sessions")
+                    .remove(req.session_id.0.as_ref());
                 if let Some(session) = removed {
                     session.cancel();
                 }

@@ -303,15 +303,16 @@ fn steps(markdown: &str) -> Vec<String> {
         if !inside {
             continue;
         }
-        let item = t
-            .strip_prefix("- ")
-            .or_else(|| t.strip_prefix("* "))
-            .or_else(|| {
-                let digits = t.chars().take_while(char::is_ascii_digit).count();
-                (digits > 0)
-                    .then(|| t[digits..].strip_prefix(". ").or_else(|| t[digits..].strip_prefix(") ")))
-                    .flatten()
-            });
+        let item = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")).or_else(|| {
+            let digits = t.chars().take_while(char::is_ascii_digit).count();
+            (digits > 0)
+                .then(|| {
+                    t[digits..]
+                        .strip_prefix(". ")
+                        .or_else(|| t[digits..].strip_prefix(") "))
+                })
+                .flatten()
+        });
         if let Some(item) = item.map(str::trim).filter(|i| !i.is_empty()) {
             items.push(item.to_owned());
         }
@@ -428,7 +429,13 @@ mod tests {
         let full = "Short update.\n\n<planwire-plan>{\"title\":\"T\"}</planwire-plan>\nDone.";
         let mut s = RunStream::new(1, 0);
         let mut sent = Vec::new();
-        for piece in ["Short update.\n\n<plan", "wire-pl", "an>{\"title\":", "\"T\"}</planwire-", "plan>\nDo"] {
+        for piece in [
+            "Short update.\n\n<plan",
+            "wire-pl",
+            "an>{\"title\":",
+            "\"T\"}</planwire-",
+            "plan>\nDo",
+        ] {
             sent.extend(s.delta(None, Flow::Text, piece));
         }
         let end = s.events(&[ev(
@@ -440,8 +447,14 @@ mod tests {
         )]);
         sent.extend(end);
         let shown = texts(&sent);
-        assert!(!shown.contains("planwire-plan") && !shown.contains("title"), "{shown:?}");
-        assert!(shown.starts_with("Short update.") && shown.ends_with("Done."), "{shown:?}");
+        assert!(
+            !shown.contains("planwire-plan") && !shown.contains("title"),
+            "{shown:?}"
+        );
+        assert!(
+            shown.starts_with("Short update.") && shown.ends_with("Done."),
+            "{shown:?}"
+        );
     }
 
     #[test]

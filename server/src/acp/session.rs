@@ -123,10 +123,8 @@ impl Session {
         if !tools.iter().any(|o| o.value.0.as_ref() == state.tool) {
             tools.push(SessionConfigSelectOption::new(state.tool.clone(), state.tool.clone()));
         }
-        let mut models: Vec<SessionConfigSelectOption> = vec![SessionConfigSelectOption::new(
-            "default",
-            "The planner's default",
-        )];
+        let mut models: Vec<SessionConfigSelectOption> =
+            vec![SessionConfigSelectOption::new("default", "The planner's default")];
         if state.tool == "script" {
             models = SCRIPTS
                 .iter()
@@ -139,7 +137,10 @@ impl Session {
             (None, _) => "default".to_owned(),
         };
         if !models.iter().any(|o| o.value.0.as_ref() == current_model) {
-            models.push(SessionConfigSelectOption::new(current_model.clone(), current_model.clone()));
+            models.push(SessionConfigSelectOption::new(
+                current_model.clone(),
+                current_model.clone(),
+            ));
         }
         vec![
             SessionConfigOption::select("planner", "Planner", state.tool, tools)

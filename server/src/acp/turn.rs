@@ -15,7 +15,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_client_protocol_schema::v1::{ContentBlock, EmbeddedResourceResource, SessionInfoUpdate, SessionUpdate, StopReason};
+use agent_client_protocol_schema::v1::{
+    ContentBlock, EmbeddedResourceResource, SessionInfoUpdate, SessionUpdate, StopReason,
+};
 use planwire_protocol::{
     AnswerParams, AnswerQuestion, CreateTicket, CreateTicketParams, DeleteTicket, ErrorCode, GetRun, GetRunParams,
     GetTicket, GetTranscript, GetTranscriptParams, PlanParams, PlanResult, Question, QuestionNotification,
@@ -54,12 +56,12 @@ impl Input {
                     input.text.push_str(&t.text);
                 }
                 ContentBlock::Resource(r) => match &r.resource {
-                    EmbeddedResourceResource::TextResourceContents(t) => {
-                        input.context.push(format!("Context from {}:\n\n```\n{}\n```", t.uri, t.text))
-                    }
-                    EmbeddedResourceResource::BlobResourceContents(b) => {
-                        input.context.push(format!("(A binary attachment, {}, is not included.)", b.uri))
-                    }
+                    EmbeddedResourceResource::TextResourceContents(t) => input
+                        .context
+                        .push(format!("Context from {}:\n\n```\n{}\n```", t.uri, t.text)),
+                    EmbeddedResourceResource::BlobResourceContents(b) => input
+                        .context
+                        .push(format!("(A binary attachment, {}, is not included.)", b.uri)),
                     _ => {}
                 },
                 ContentBlock::ResourceLink(l) => input.context.push(format!("See {} ({}).", l.name, l.uri)),
@@ -93,7 +95,11 @@ impl Input {
     }
 }
 
-pub async fn prompt(agent: &Arc<Agent>, session: &Arc<Session>, blocks: Vec<ContentBlock>) -> Result<StopReason, ResponseError> {
+pub async fn prompt(
+    agent: &Arc<Agent>,
+    session: &Arc<Session>,
+    blocks: Vec<ContentBlock>,
+) -> Result<StopReason, ResponseError> {
     let Ok(_turn) = session.turn.try_lock() else {
         return Err(ResponseError::new(
             ErrorCode::TicketBusy,
@@ -142,7 +148,13 @@ pub async fn prompt(agent: &Arc<Agent>, session: &Arc<Session>, blocks: Vec<Cont
 }
 
 /// Starts a run of the session's ticket (`/replan`, `/fresh`) and follows it.
-pub async fn replan(agent: &Arc<Agent>, session: &Arc<Session>, ticket: TicketId, fresh: bool, cancel: watch::Receiver<u64>) -> Result<StopReason, ResponseError> {
+pub async fn replan(
+    agent: &Arc<Agent>,
+    session: &Arc<Session>,
+    ticket: TicketId,
+    fresh: bool,
+    cancel: watch::Receiver<u64>,
+) -> Result<StopReason, ResponseError> {
     let state = session.state();
     let sub = agent.backend.subscribe(&[Key::Ticket(ticket)]);
     let params = PlanParams {
@@ -156,7 +168,12 @@ pub async fn replan(agent: &Arc<Agent>, session: &Arc<Session>, ticket: TicketId
     follow(agent, session, ticket, run, sub, cancel).await
 }
 
-async fn first_prompt(agent: &Arc<Agent>, session: &Arc<Session>, input: &Input, cancel: watch::Receiver<u64>) -> Result<StopReason, ResponseError> {
+async fn first_prompt(
+    agent: &Arc<Agent>,
+    session: &Arc<Session>,
+    input: &Input,
+    cancel: watch::Receiver<u64>,
+) -> Result<StopReason, ResponseError> {
     let (title, description) = input.ticket();
     let state = session.state();
     let ticket = agent
@@ -174,7 +191,9 @@ async fn first_prompt(agent: &Arc<Agent>, session: &Arc<Session>, input: &Input,
     let info = SessionInfoUpdate::new()
         .title(ticket.title.clone())
         .updated_at(ticket.updated_at.clone());
-    agent.update(&session.acp_id(), vec![SessionUpdate::SessionInfoUpdate(info)]).await;
+    agent
+        .update(&session.acp_id(), vec![SessionUpdate::SessionInfoUpdate(info)])
+        .await;
     let sub = agent.backend.subscribe(&[Key::Ticket(ticket.id)]);
     let params = PlanParams {
         ticket_id: Some(ticket.id),
@@ -202,7 +221,10 @@ async fn first_prompt(agent: &Arc<Agent>, session: &Arc<Session>, input: &Input,
 /// How following one run ended.
 pub(super) enum Ended {
     /// The run is recorded as ended (its last events were sent).
-    Run { run: Run, plan_question: Option<Question> },
+    Run {
+        run: Box<Run>,
+        plan_question: Option<Question>,
+    },
     /// It waits on a live question shown as text: the turn ends, the run goes on.
     Waiting,
 }
@@ -218,10 +240,11 @@ async fn follow(
 ) -> Result<StopReason, ResponseError> {
     let sid = session.acp_id();
     loop {
-        let (run_end, plan_question) = match stream_run(agent, session, Some(ticket), run, &mut sub, &mut cancel).await? {
-            Ended::Waiting => return Ok(StopReason::EndTurn),
-            Ended::Run { run, plan_question } => (run, plan_question),
-        };
+        let (run_end, plan_question) =
+            match stream_run(agent, session, Some(ticket), run, &mut sub, &mut cancel).await? {
+                Ended::Waiting => return Ok(StopReason::EndTurn),
+                Ended::Run { run, plan_question } => (run, plan_question),
+            };
         if run_end.status == RunStatus::Cancelled {
             render_end(agent, &sid, ticket, run).await;
             return Ok(StopReason::Cancelled);
@@ -348,7 +371,10 @@ pub(super) async fn stream_run(
     catch_up(agent, &sid, &mut stream).await;
     remember(session, &stream);
     let run = ended.expect("the loop ends with the run's end");
-    Ok(Ended::Run { run, plan_question })
+    Ok(Ended::Run {
+        run: Box::new(run),
+        plan_question,
+    })
 }
 
 fn remember(session: &Session, stream: &RunStream) {
@@ -493,7 +519,11 @@ async fn next_run(agent: &Agent, sub: &mut Subscription, ticket: TicketId, after
 
 /// A plan's open question of `run` that is still open.
 async fn open_plan_question(agent: &Agent, ticket: TicketId, run: RunId) -> Option<Question> {
-    let got = agent.backend.call::<GetTicket>(TicketRef { ticket_id: ticket }).await.ok()?;
+    let got = agent
+        .backend
+        .call::<GetTicket>(TicketRef { ticket_id: ticket })
+        .await
+        .ok()?;
     got.ticket
         .open_questions
         .into_iter()
@@ -540,7 +570,10 @@ mod tests {
         let (title, description) = input.ticket();
         assert_eq!(title, "Change the greeting");
         assert!(description.starts_with("Make it friendlier."), "{description}");
-        assert!(description.contains("Context from file:///repo/src/main.rs"), "{description}");
+        assert!(
+            description.contains("Context from file:///repo/src/main.rs"),
+            "{description}"
+        );
         assert!(description.contains("fn main() {}"), "{description}");
         let long = Input {
             text: "x".repeat(300),
