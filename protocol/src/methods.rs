@@ -118,6 +118,11 @@ notification!(
     TranscriptNotification, "planwire/transcript", TranscriptParams
 );
 notification!(
+    /// A live piece of text or reasoning that extends the open block of its kind; never stored
+    /// (the `text` / `reasoning` event that closes the block is the record).
+    DeltaNotification, "planwire/delta", DeltaParams
+);
+notification!(
     /// A ticket changed (status, plan or open questions); carries the whole ticket.
     TicketChanged, "planwire/ticketChanged", TicketChangedParams
 );
@@ -164,6 +169,7 @@ pub fn visit_methods(v: &mut impl MethodVisitor) {
     v.request::<MemoryAccept>();
     v.request::<MemoryReject>();
     v.notification::<TranscriptNotification>();
+    v.notification::<DeltaNotification>();
     v.notification::<TicketChanged>();
     v.notification::<RunChanged>();
     v.notification::<QuestionNotification>();
@@ -354,6 +360,38 @@ pub struct GetTranscriptResult {
     pub last_seq: u64,
     /// The run has ended and this page reaches `lastSeq`.
     pub done: bool,
+    /// Blocks of text or reasoning streaming live (`planwire/delta`) that no stored event
+    /// has closed yet, with the text sent so far. Only for a run this server drives, and only
+    /// on a page that reaches `lastSeq`; left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub open_blocks: Vec<OpenBlock>,
+}
+
+/// A block streaming live, as far as `planwire/delta` has sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenBlock {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_run_id: Option<AgentRunId>,
+    pub kind: DeltaKind,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeltaParams {
+    /// Null for a breakdown's transcript.
+    pub ticket_id: Option<TicketId>,
+    pub run_id: RunId,
+    /// The agent whose block this extends; left out for the main agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_run_id: Option<AgentRunId>,
+    pub kind: DeltaKind,
+    /// The piece: it extends the open block of this kind and agent.
+    pub text: String,
+    /// How many characters (Unicode scalar values) of the block were sent before this piece:
+    /// 0 opens a new block.
+    pub offset: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -18,11 +18,13 @@ pub fn fake_claude_sequence(w: &World, scripts: &[&str]) {
 d="{d}"
 # planwire reads the version once (detection); that is not a planning run.
 if [ "$1" = "--version" ]; then echo "2.1.197 (Claude Code)"; exit 0; fi
-n=$(( $(cat "$d/claude-count" 2>/dev/null || echo 0) + 1 ))
-echo $n > "$d/claude-count"
+# Passes may start at the same time (research): count under a lock.
+n=$(flock "$d/claude-count.lock" sh -c 'n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$1"; echo $n' - "$d/claude-count")
 pwd > "$d/claude-cwd.$n"
 python3 -c 'import json,sys; json.dump(sys.argv[2:], open(sys.argv[1], "w"))' "$d/claude-argv.$n.json" "$@"
-s=$(sed -n "${{n}}p" "$d/claude-scripts")
+# A script named for the working directory wins over the sequence.
+s=$(cat "$d/claude-script.$(basename "$PWD")" 2>/dev/null)
+[ -n "$s" ] || s=$(sed -n "${{n}}p" "$d/claude-scripts")
 [ -n "$s" ] || s=$(tail -n 1 "$d/claude-scripts")
 PLANWIRE_REPLAY_STDIN_LOG="$d/claude-stdin.$n.log" exec "{BIN}" replay "$s"
 "#

@@ -7,6 +7,7 @@ mod initiative;
 
 mod bad_input;
 mod claude_cli;
+mod deltas;
 mod lifecycle;
 mod memory;
 mod planning;

@@ -13,8 +13,9 @@ use tokio::sync::oneshot;
 
 use super::create_ticket::check_tool;
 use super::{invalid_params, settings, HandlerResult};
+use crate::planners::driver::answer_pairs;
 use crate::planners::prompt;
-use crate::runner::{self, answer_pairs, notify_ticket, store_error, RunSpec};
+use crate::runner::{self, notify_ticket, store_error, RunSpec};
 use crate::session::{LiveAnswer, LiveReply, Session};
 use crate::store::{questions, runs, tickets};
 use crate::transport::ResponseError;

@@ -14,6 +14,7 @@ pub mod codex;
 pub mod detect;
 pub mod driver;
 pub mod initiative;
+pub mod lines;
 pub mod opencode;
 pub mod plan;
 pub mod prompt;
@@ -82,6 +83,11 @@ pub trait LineParser: Send + Sync {
     fn error_message(&self) -> Option<String>;
     /// Requests the CLI made of us on its stdout (Claude's `control_request`), to answer on stdin.
     fn take_control_requests(&mut self) -> Vec<claude::ControlRequest> {
+        Vec::new()
+    }
+    /// Live pieces of text or reasoning seen since the last call, in order: `(agent key,
+    /// kind, piece)`. Never stored; the closing event is.
+    fn take_deltas(&mut self) -> Vec<(Option<String>, driver::DeltaKind, String)> {
         Vec::new()
     }
     /// The CLI printed its final line (after which an open stdin is closed).
@@ -326,92 +332,77 @@ fn current_exe() -> Option<PathBuf> {
     }
 }
 
-/// What one run asks of its planner.
-pub struct Launch {
-    /// Arguments after the program (the prompt included).
-    pub args: Vec<String>,
-    /// The same without the prompt text, as recorded on the run.
-    pub recorded_args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    /// Written to the child's stdin (else stdin is /dev/null)…
-    pub stdin: Option<String>,
-    /// …which is then closed, unless the CLI talks on it (Claude's stream-json input): then
-    /// it stays open for answers until the CLI's final `result` line.
-    pub keep_stdin_open: bool,
-}
-
-pub struct LaunchRequest<'a> {
-    pub prompt: &'a str,
-    pub model: Option<&'a str>,
-    /// Continue this provider session.
-    pub resume: Option<&'a str>,
-}
-
-/// What some CLIs take beyond a [`LaunchRequest`]; see [`launch_with`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LaunchOptions<'a> {
-    /// The ticket's variant: OpenCode `--variant` (reasoning effort as the provider names
-    /// it); Codex `-c model_reasoning_effort=…`. Ignored by Claude Code.
-    pub variant: Option<&'a str>,
-    /// The ticket's title: OpenCode `--title`, which also saves it an extra model request
-    /// (the title generator). Without one, OpenCode gets a fixed title.
-    pub title: Option<&'a str>,
-}
-
-pub fn launch(tool: Tool, req: &LaunchRequest) -> Launch {
-    launch_with(tool, req, &LaunchOptions::default())
-}
-
-pub fn launch_with(tool: Tool, req: &LaunchRequest, opts: &LaunchOptions) -> Launch {
-    match tool {
+/// Prepares one pass of `tool` (found at `program`): the process to start and its driver.
+/// The prompt never passes through a shell and can never be read as a flag: it travels on
+/// stdin (or over the planner's own channel), never in argv.
+pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest) -> driver::Prepared {
+    let (args, env, opening, interactive) = match tool {
         Tool::Claude => {
             // Bidirectional mode: the prompt travels on stdin, never in argv.
-            let args = claude::interactive_argv(req.model, req.resume);
-            Launch {
-                recorded_args: args.clone(),
+            let args = claude::interactive_argv(req.model.as_deref(), req.resume.as_deref());
+            let env = claude::env().into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+            (
                 args,
-                env: claude::env().into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-                stdin: Some(claude::interactive_opening(req.prompt).join("\n") + "\n"),
-                keep_stdin_open: true,
-            }
+                env,
+                Some(claude::interactive_opening(&req.prompt).join("\n") + "\n"),
+                true,
+            )
         }
         Tool::OpenCode => {
             // The prompt goes on stdin (an argument with spaces arrives wrapped in quotes).
-            let args = opencode::argv(req.model, req.resume, opts.variant, opts.title);
+            let args = opencode::argv(
+                req.model.as_deref(),
+                req.resume.as_deref(),
+                req.variant.as_deref(),
+                req.title.as_deref(),
+            );
             let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
-            Launch {
-                recorded_args: args.clone(),
+            (
                 args,
-                env: opencode::env(inherited.as_deref()),
-                stdin: Some(req.prompt.to_owned()),
-                keep_stdin_open: false,
-            }
+                opencode::env(inherited.as_deref()),
+                Some(req.prompt.clone()),
+                false,
+            )
         }
         Tool::Codex => {
-            // `-` reads the prompt from stdin, which the runner closes after writing it.
-            let args = codex::argv(req.model, req.resume, opts.variant);
-            Launch {
-                recorded_args: args.clone(),
-                args,
-                env: codex::env(),
-                stdin: Some(req.prompt.to_owned()),
-                keep_stdin_open: false,
-            }
+            // `-` reads the prompt from stdin, which is closed after it is written.
+            let args = codex::argv(req.model.as_deref(), req.resume.as_deref(), req.variant.as_deref());
+            (args, codex::env(), Some(req.prompt.clone()), false)
         }
         Tool::Script => {
-            let script = req.model.unwrap_or("demo").to_owned();
+            let script = req.model.clone().unwrap_or_else(|| "demo".into());
             // A script recorded in Claude's bidirectional mode talks on stdin like Claude.
             let interactive = script::is_interactive(&script);
-            let args = vec!["replay".to_owned(), script];
-            Launch {
-                recorded_args: args.clone(),
-                args,
-                env: Vec::new(),
-                stdin: interactive.then(|| claude::interactive_opening(req.prompt).join("\n") + "\n"),
-                keep_stdin_open: interactive,
-            }
+            let opening = interactive.then(|| claude::interactive_opening(&req.prompt).join("\n") + "\n");
+            (vec!["replay".to_owned(), script], Vec::new(), opening, interactive)
         }
+    };
+    driver::Prepared {
+        recorded_args: args.clone(),
+        spawn: crate::supervisor::SpawnSpec {
+            program: program.to_owned(),
+            args,
+            cwd: req.root.clone(),
+            env,
+            stdin_pipe: opening.is_some(),
+        },
+        driver: Box::new(lines::LinesDriver {
+            parser: tool.parser(),
+            opening,
+            interactive,
+        }),
     }
+}
+
+/// The `raw` event for a stdout line longer than the supervisor keeps: its head, and its size.
+pub(crate) fn truncated_line_event(head: &str, len: usize) -> ParsedEvent {
+    let max = 64 * 1024;
+    let mut cut = head.len().min(max);
+    while !head.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let line = format!("{}… [truncated: the line was {len} bytes]", &head[..cut]);
+    ParsedEvent::main(EventBody::Raw { line })
 }
 
 // Helpers shared by the adapters.
@@ -920,18 +911,17 @@ mod tests {
     }
 
     #[test]
-    fn prompt_goes_on_stdin_for_opencode_and_codex() {
-        let prompt = "Plan the ticket below. --dangerously-skip-permissions";
-        let req = LaunchRequest {
-            prompt,
-            model: Some("p/m"),
-            resume: None,
+    fn the_prompt_never_reaches_argv() {
+        let req = driver::PassRequest {
+            prompt: "Plan the ticket below. --dangerously-skip-permissions".into(),
+            model: Some("p/m".into()),
+            ..Default::default()
         };
-        for tool in [Tool::OpenCode, Tool::Codex] {
-            let l = launch(tool, &req);
-            assert_eq!(l.stdin.as_deref(), Some(prompt), "{tool:?}");
-            assert!(!l.args.iter().any(|a| a.contains("Plan the ticket")), "{tool:?}");
-            assert_eq!(l.args, l.recorded_args, "{tool:?}");
+        for tool in [Tool::Claude, Tool::OpenCode, Tool::Codex] {
+            let p = prepare(tool, Path::new("/bin/true"), &req);
+            assert!(p.spawn.stdin_pipe, "{tool:?}: the prompt goes on stdin");
+            assert!(!p.spawn.args.iter().any(|a| a.contains("Plan the ticket")), "{tool:?}");
+            assert_eq!(p.spawn.args, p.recorded_args, "{tool:?}");
         }
     }
 
