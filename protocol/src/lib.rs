@@ -470,6 +470,30 @@ pub struct InitializationOptions {
     /// Skills added to every prompt; a project's skill of the same name replaces one of these.
     #[serde(default)]
     pub skills: Vec<Skill>,
+    /// ACP agents to plan with, as tool `acp:<name>`; a name of a preset (`opencode`, `qwen`,
+    /// `gemini`, `claude-acp`, `codex-acp`) overrides it.
+    #[serde(default)]
+    pub acp_agents: std::collections::BTreeMap<String, AcpAgentOptions>,
+}
+
+/// How to start an ACP agent that plans (`initializationOptions.acpAgents.<name>`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcpAgentOptions {
+    /// The program: an absolute path, or a name searched on `PATH`. Never run through a shell.
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// The id of the agent's plan or read-only mode (else found by the heuristic: a mode id
+    /// containing `plan`, a `mode` config option value containing `plan`, else read-only).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Plan even when the agent offers no plan or read-only mode (the sandbox still holds).
+    #[serde(default)]
+    pub allow_no_plan_mode: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

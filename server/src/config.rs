@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use planwire_protocol::{InitializationOptions, Skill};
+use planwire_protocol::{AcpAgentOptions, InitializationOptions, Skill};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -24,6 +24,8 @@ pub struct Config {
     pub skills: Vec<Skill>,
     /// The `locale` the client sent in `initialize`: the output language when none is set.
     pub locale: Option<String>,
+    /// ACP agents configured by name (`initializationOptions.acpAgents`), over the presets.
+    pub acp_agents: BTreeMap<String, AcpAgentOptions>,
 }
 
 impl Config {
@@ -49,6 +51,7 @@ impl Config {
                 .map(str::to_owned),
             skills: opts.skills.clone(),
             locale: None,
+            acp_agents: opts.acp_agents.clone(),
         }
     }
 }

@@ -5,6 +5,7 @@ mod harness;
 
 mod initiative;
 
+mod acp_planner;
 mod bad_input;
 mod claude_cli;
 mod deltas;

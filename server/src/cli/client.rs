@@ -82,6 +82,14 @@ impl Client {
     /// Starts the server in-process and initializes it with `dbPath` (and work-done progress,
     /// whose `create` requests are answered). Returns the client and the `initialize` result.
     pub async fn start(db: &Path) -> Result<(Client, Value), ResponseError> {
+        Client::start_with(db, serde_json::Map::new()).await
+    }
+
+    /// [`Client::start`] with more `initializationOptions` (the terminal's `--acp-agent`s).
+    pub async fn start_with(
+        db: &Path,
+        mut options: serde_json::Map<String, Value>,
+    ) -> Result<(Client, Value), ResponseError> {
         let InProcess {
             outbox,
             incoming,
@@ -94,11 +102,10 @@ impl Client {
             server,
             closed: false,
         };
-        let params = initialize_params(
-            "planwire-cli",
-            json!({ "window": { "workDoneProgress": true } }),
-            json!({ "dbPath": db.display().to_string() }),
-        );
+        let params = initialize_params("planwire-cli", json!({ "window": { "workDoneProgress": true } }), {
+            options.insert("dbPath".into(), json!(db.display().to_string()));
+            Value::Object(options)
+        });
         let result = client.raw_call("initialize", params).await?;
         client.outbox.notify("initialized", json!({})).await;
         Ok((client, result))

@@ -74,12 +74,14 @@ pub struct PlanArgs {
     /// Read the description from a file (`-` for stdin).
     #[arg(long, value_name = "F")]
     pub description_file: Option<PathBuf>,
-    /// The planner CLI; else the server's default (claude).
-    #[arg(long, value_parser = ["claude", "opencode", "codex", "script"])]
+    /// The planner: claude, opencode, codex, script, or acp:NAME (an ACP agent); else claude.
+    #[arg(long, value_name = "TOOL")]
     pub tool: Option<String>,
     /// The model passed to the planner; for `script`, the script (demo, slow, questions, fail).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
+    #[command(flatten)]
+    pub agents: AcpAgentArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -147,6 +149,8 @@ impl AcpAgentArgs {
 
 #[derive(Args)]
 pub struct DoctorArgs {
+    #[command(flatten)]
+    pub agents: AcpAgentArgs,
     #[command(flatten)]
     pub db: DbArg,
 }

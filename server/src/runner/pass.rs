@@ -128,7 +128,7 @@ impl Run {
             root: pass.root.into(),
             read_roots: vec![pass.root.into()],
         };
-        let prepared = planners::prepare(self.tool, &self.program, &request);
+        let prepared = planners::prepare(self.tool, &self.program, &request, &self.s.config);
         let child = match supervisor::spawn(prepared.spawn).await {
             Ok(c) => c,
             Err(e) => {
