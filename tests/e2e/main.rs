@@ -14,6 +14,7 @@ mod memory;
 mod planning;
 mod questions;
 mod realcli;
+mod realcli_acp;
 mod realcli_codex;
 mod realcli_opencode;
 mod recovery;

@@ -94,9 +94,14 @@ impl RunStream {
         out
     }
 
-    /// The updates of a live delta.
-    pub fn delta(&mut self, agent: Option<AgentRunId>, flow: Flow, piece: &str) -> Vec<SessionUpdate> {
+    /// The updates of a live delta: `piece` continues the block at character `offset` (a
+    /// piece already seen, or its seen part, is skipped).
+    pub fn delta(&mut self, agent: Option<AgentRunId>, flow: Flow, offset: u64, piece: &str) -> Vec<SessionUpdate> {
         let open = self.open.entry((agent, flow)).or_default();
+        let have = open.raw.chars().count() as u64;
+        let skip = have.saturating_sub(offset) as usize;
+        let piece: String = piece.chars().skip(skip).collect();
+        let piece = piece.as_str();
         open.raw.push_str(piece);
         let shown = open.filter.push(piece, agent.is_none() && flow == Flow::Text);
         self.chunk(agent, flow, shown)
@@ -429,6 +434,7 @@ mod tests {
         let full = "Short update.\n\n<planwire-plan>{\"title\":\"T\"}</planwire-plan>\nDone.";
         let mut s = RunStream::new(1, 0);
         let mut sent = Vec::new();
+        let mut offset = 0;
         for piece in [
             "Short update.\n\n<plan",
             "wire-pl",
@@ -436,8 +442,11 @@ mod tests {
             "\"T\"}</planwire-",
             "plan>\nDo",
         ] {
-            sent.extend(s.delta(None, Flow::Text, piece));
+            sent.extend(s.delta(None, Flow::Text, offset, piece));
+            offset += piece.chars().count() as u64;
         }
+        // A piece seen twice (a catch-up and a notification) is shown once.
+        assert!(s.delta(None, Flow::Text, 0, "Short").is_empty());
         let end = s.events(&[ev(
             1,
             EventBody::Text {
@@ -460,7 +469,7 @@ mod tests {
     #[test]
     fn a_stored_event_sends_only_what_deltas_did_not_and_each_seq_once() {
         let mut s = RunStream::new(3, 0);
-        let a = s.delta(None, Flow::Reasoning, "Think");
+        let a = s.delta(None, Flow::Reasoning, 0, "Think");
         assert_eq!(a.len(), 1);
         let body = EventBody::Reasoning {
             text: "Thinking hard".into(),

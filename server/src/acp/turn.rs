@@ -19,7 +19,7 @@ use agent_client_protocol_schema::v1::{
     ContentBlock, EmbeddedResourceResource, SessionInfoUpdate, SessionUpdate, StopReason,
 };
 use planwire_protocol::{
-    AnswerParams, AnswerQuestion, CreateTicket, CreateTicketParams, DeleteTicket, ErrorCode, GetRun, GetRunParams,
+    AnswerParams, AnswerQuestion, CreateTicket, DeltaKind, DeltaNotification, CreateTicketParams, DeleteTicket, ErrorCode, GetRun, GetRunParams,
     GetTicket, GetTranscript, GetTranscriptParams, PlanParams, PlanResult, Question, QuestionNotification,
     QuestionSource, QuestionStatus, Run, RunChanged, RunId, RunStatus, StartPlan, Stop, StopParams, TicketId,
     TicketRef, TicketStatus, TranscriptNotification,
@@ -335,10 +335,8 @@ pub(super) async fn stream_run(
                     if t.run_id == run {
                         agent.update(&sid, stream.events(&t.events)).await;
                     }
-                } else if note.method == "planwire/delta" {
-                    if let Some((agent_run, flow, text)) = delta(&note.params, run) {
-                        agent.update(&sid, stream.delta(agent_run, flow, &text)).await;
-                    }
+                } else if let Some((agent_run, flow, offset, text)) = delta(&note, run) {
+                    agent.update(&sid, stream.delta(agent_run, flow, offset, &text)).await;
                 } else if let Some(q) = note.params_of::<QuestionNotification>() {
                     if q.run_id != run {
                         continue;
@@ -446,18 +444,17 @@ async fn ask_waiting(
     }
 }
 
-/// `planwire/delta {ticketId, runId, agentRunId?, kind, text}` of `run`.
-fn delta(params: &serde_json::Value, run: RunId) -> Option<(Option<i64>, Flow, String)> {
-    if params.get("runId")?.as_i64()? != run {
+/// A `planwire/delta` of `run`: its agent, kind, offset and piece.
+fn delta(note: &crate::cli::client::Note, run: RunId) -> Option<(Option<i64>, Flow, u64, String)> {
+    let d = note.params_of::<DeltaNotification>()?;
+    if d.run_id != run {
         return None;
     }
-    let flow = match params.get("kind")?.as_str()? {
-        "text" => Flow::Text,
-        "reasoning" => Flow::Reasoning,
-        _ => return None,
+    let flow = match d.kind {
+        DeltaKind::Text => Flow::Text,
+        DeltaKind::Reasoning => Flow::Reasoning,
     };
-    let agent = params.get("agentRunId").and_then(|a| a.as_i64());
-    Some((agent, flow, params.get("text")?.as_str()?.to_owned()))
+    Some((d.agent_run_id, flow, d.offset, d.text))
 }
 
 /// Sends the run's stored events after what the client has.
@@ -473,7 +470,16 @@ pub(super) async fn catch_up(agent: &Agent, sid: &str, stream: &mut RunStream) {
             .await;
         let Ok(page) = page else { return };
         let before = stream.last_seq;
-        agent.update(sid, stream.events(&page.events)).await;
+        let mut updates = stream.events(&page.events);
+        // Blocks streaming now, as far as their deltas were sent.
+        for b in &page.open_blocks {
+            let flow = match b.kind {
+                DeltaKind::Text => Flow::Text,
+                DeltaKind::Reasoning => Flow::Reasoning,
+            };
+            updates.extend(stream.delta(b.agent_run_id, flow, 0, &b.text));
+        }
+        agent.update(sid, updates).await;
         if page.events.is_empty() || stream.last_seq >= page.last_seq || stream.last_seq == before {
             return;
         }

@@ -222,6 +222,12 @@ pub fn prepare(name: AcpName, program: &Path, req: &PassRequest, config: &Config
     if std::env::var_os("IS_SANDBOX").is_some() && !spec.env.contains_key("IS_SANDBOX") {
         env.push(("IS_SANDBOX".into(), "1".into()));
     }
+    if spec.command == "opencode" || program.file_name().is_some_and(|f| f == "opencode") {
+        // OpenCode's plan agent still runs any shell command without asking: planwire's own
+        // read-only permission rules (those of the `opencode` planner) apply in ACP mode too.
+        let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
+        env.extend(super::opencode::env(inherited.as_deref()));
+    }
     let mut recorded = spec.args.clone();
     recorded.push(format!("(ACP agent {})", spec.name));
     Prepared {

@@ -213,6 +213,9 @@ pub struct Turn {
     done: std::collections::HashSet<String>,
     /// The last usage the agent reported: (tokens used, cost in USD).
     pub usage: Option<(u64, f64)>,
+    /// Tool calls announced without their input yet (opencode sends it in an update):
+    /// (id, name, title), emitted once the input or the result comes.
+    held: Vec<(String, String, String)>,
 }
 
 impl Turn {
@@ -229,16 +232,15 @@ impl Turn {
                 self.close(false, &mut events);
                 let id = call.tool_call_id.0.to_string();
                 self.kinds.insert(id.clone(), call.kind);
-                events.push(ParsedEvent::main(EventBody::ToolCall {
-                    call_id: id.clone(),
-                    name: tool_name(&call.title, call.kind),
-                    input: input_summary(
-                        call.raw_input.as_ref(),
-                        &call.title,
-                        call.locations.first().map(|l| l.path.display().to_string()),
-                    ),
-                }));
-                if matches!(call.status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
+                let name = tool_name(&call.title, call.kind);
+                let location = call.locations.first().map(|l| l.path.display().to_string());
+                let input = input_summary(call.raw_input.as_ref(), location);
+                self.held.push((id.clone(), name, call.title.clone()));
+                let done = matches!(call.status, ToolCallStatus::Completed | ToolCallStatus::Failed);
+                if input.is_some() || done {
+                    self.emit_call(&id, input, &mut events);
+                }
+                if done {
                     self.result(&id, call.status, &call.content, &mut events);
                 }
             }
@@ -247,14 +249,14 @@ impl Turn {
                 if let Some(kind) = u.fields.kind {
                     self.kinds.insert(id.clone(), kind);
                 }
+                let location = u.fields.locations.as_ref().and_then(|l| l.first()).map(|l| l.path.display().to_string());
+                if let Some(input) = input_summary(u.fields.raw_input.as_ref(), location) {
+                    self.emit_call(&id, Some(input), &mut events);
+                }
                 if let Some(status @ (ToolCallStatus::Completed | ToolCallStatus::Failed)) = u.fields.status {
                     self.close(false, &mut events);
-                    self.result(
-                        &id,
-                        status,
-                        u.fields.content.as_deref().unwrap_or_default(),
-                        &mut events,
-                    );
+                    self.emit_call(&id, None, &mut events);
+                    self.result(&id, status, u.fields.content.as_deref().unwrap_or_default(), &mut events);
                 }
             }
             SessionUpdate::Plan(plan) => {
@@ -314,6 +316,14 @@ impl Turn {
         events.push(ParsedEvent::main(body));
     }
 
+    /// The `toolCall` event of a held call, once.
+    fn emit_call(&mut self, id: &str, input: Option<String>, events: &mut Vec<ParsedEvent>) {
+        let Some(at) = self.held.iter().position(|(h, _, _)| h == id) else { return };
+        let (call_id, name, title) = self.held.remove(at);
+        let input = input.unwrap_or_else(|| title.split_once(' ').map(|(_, rest)| rest.to_owned()).unwrap_or_default());
+        events.push(ParsedEvent::main(EventBody::ToolCall { call_id, name, input }));
+    }
+
     fn result(&mut self, id: &str, status: ToolCallStatus, content: &[ToolCallContent], events: &mut Vec<ParsedEvent>) {
         if !self.done.insert(id.to_owned()) {
             return;
@@ -334,6 +344,9 @@ impl Turn {
     pub fn finish(&mut self) -> Vec<ParsedEvent> {
         let mut events = Vec::new();
         self.close(true, &mut events);
+        for id in self.held.iter().map(|(id, _, _)| id.clone()).collect::<Vec<_>>() {
+            self.emit_call(&id, None, &mut events);
+        }
         if let Some((used, cost)) = self.usage.take() {
             events.push(ParsedEvent::main(EventBody::Usage {
                 input_tokens: used,
@@ -359,26 +372,13 @@ fn tool_name(title: &str, kind: ToolKind) -> String {
         .unwrap_or_else(|| "tool".into())
 }
 
-fn input_summary(raw: Option<&Value>, title: &str, location: Option<String>) -> String {
-    let keys = [
-        "file_path",
-        "filePath",
-        "path",
-        "absolute_path",
-        "command",
-        "pattern",
-        "url",
-        "query",
-        "description",
-    ];
-    match raw.filter(|r| !r.is_null() && r.as_object().is_none_or(|o| !o.is_empty())) {
-        Some(raw) => summarize_fields(raw, &keys),
-        None => location.unwrap_or_else(|| {
-            title
-                .split_once(' ')
-                .map(|(_, rest)| rest.to_owned())
-                .unwrap_or_default()
-        }),
+/// A tool input's summary (a path, a command, a pattern…), when there is one.
+fn input_summary(raw: Option<&Value>, location: Option<String>) -> Option<String> {
+    let keys = ["file_path", "filePath", "path", "absolute_path", "command", "pattern", "url", "query", "description"];
+    let raw = raw.filter(|r| !r.is_null() && r.as_object().is_none_or(|o| !o.is_empty()));
+    match raw {
+        Some(raw) => Some(summarize_fields(raw, &keys)).filter(|s| !s.is_empty()),
+        None => location,
     }
 }
 

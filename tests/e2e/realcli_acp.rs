@@ -1,0 +1,122 @@
+//! The real-CLI tier for ACP agents as planners (`acp:<name>`): real agents that run offline
+//! here, through the real planwire binary, against the mock model server. In each, the model
+//! reads a file, tries to write one, then answers with a plan: the plan is stored, the file
+//! does not exist, the write was refused, and the plan mode was selected before the prompt.
+//! Ignored by default; CI runs them with `--ignored` after `tests/realcli/install.sh`.
+
+use serde_json::{json, Value};
+
+use crate::harness::*;
+use crate::realcli::{cli, plan_answer, transcript, Mock};
+
+const FORBIDDEN: &str = "PLANWIRE_FORBIDDEN.md";
+
+fn world() -> World {
+    let w = World::new();
+    std::fs::write(w.path("project/README.md"), "# Demo\nThe greeting lives in src/main.rs.\n").unwrap();
+    w
+}
+
+fn root_file(w: &World, name: &str) -> String {
+    format!("{}/{name}", w.root())
+}
+
+/// Plans a new ticket with `tool`; returns (ticket, run).
+fn plan(s: &mut Server, w: &World, tool: &str) -> (i64, i64) {
+    let r = s.ok(
+        "planwire/plan",
+        json!({ "root": w.root(), "title": "Change the greeting", "description": "Make it say hi.", "tool": tool }),
+    );
+    (r["ticketId"].as_i64().unwrap(), r["runId"].as_i64().unwrap())
+}
+
+fn run_ends(s: &mut Server, run: i64) -> Value {
+    s.wait_for(&format!("run {run} ends"), |m| {
+        m["method"] == "planwire/runChanged"
+            && m["params"]["run"]["id"] == run
+            && !["running", "queued"].contains(&m["params"]["run"]["status"].as_str().unwrap_or(""))
+    })["params"]["run"]
+        .clone()
+}
+
+/// The common checks: planned with `title`, the file absent, the mode recorded, the group gone.
+fn assert_planned_read_only(s: &mut Server, w: &World, ticket: i64, run: i64, title: &str, mode: &str) -> Vec<Value> {
+    let r = run_ends(s, run);
+    let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
+    assert_eq!(r["status"], "completed", "{got}\nstderr:\n{}", s.stderr());
+    assert_eq!(got["ticket"]["plan"]["title"], title, "{got}");
+    assert!(!w.path(&format!("project/{FORBIDDEN}")).exists(), "the write landed");
+    let events = transcript(s, run);
+    let recorded = events
+        .iter()
+        .find(|e| e["kind"] == "raw" && e["line"].as_str().unwrap_or("").contains("acpMode"))
+        .unwrap_or_else(|| panic!("no mode recorded: {events:?}"));
+    let line: Value = serde_json::from_str(recorded["line"].as_str().unwrap()).unwrap();
+    assert_eq!(line["acpMode"], mode, "{line}");
+    assert!(events.iter().any(|e| e["kind"] == "session"));
+    let (pgid, start) = run_group(w, run);
+    assert!(!group_alive(pgid, start), "the agent's process group is gone");
+    events
+}
+
+fn opencode_env(w: &World, mock: &Mock) -> Vec<(String, String)> {
+    let url = format!("http://127.0.0.1:{}", mock.port);
+    let config = json!({
+        "provider": { "mock": {
+            "npm": "@ai-sdk/openai-compatible", "name": "Mock",
+            "options": { "baseURL": format!("{url}/v1"), "apiKey": "sk-mock" },
+            "models": { "mock-model": { "name": "Mock Model", "limit": { "context": 128000, "output": 8192 } } },
+        } },
+        "model": "mock/mock-model",
+        "small_model": "mock/mock-model",
+        "autoupdate": false,
+        "share": "disabled",
+    });
+    let path = w.path("opencode.config.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    vec![
+        ("OPENCODE_CONFIG".into(), path.display().to_string()),
+        ("npm_config_registry".into(), format!("{url}/npm/")),
+        ("LANG".into(), "C.UTF-8".into()),
+    ]
+}
+
+fn server(w: &World, env: &[(String, String)], options: Value) -> Server {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut s = Server::start(w, &env);
+    let mut init = json!({ "dbPath": w.db(), "stopGraceMs": 2000 });
+    init.as_object_mut().unwrap().extend(options.as_object().unwrap().clone());
+    s.initialize(init);
+    s
+}
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_acp_opencode_plans_in_plan_mode_and_the_write_is_refused() {
+    let w = world();
+    let mock = Mock::start(
+        &w,
+        json!({ "turns": [
+            { "match": "You are a title generator", "text": "Greeting plan", "repeat": -1 },
+            { "tool_calls": [{ "name": "read", "input": { "filePath": root_file(&w, "README.md") } }] },
+            { "tool_calls": [{ "name": "write", "input": { "filePath": root_file(&w, FORBIDDEN), "content": "x" } }] },
+            { "text": plan_answer("OpenCode ACP plan") },
+        ] }),
+    );
+    let env = opencode_env(&w, &mock);
+    let mut s = server(&w, &env, json!({ "planners": { "acp:opencode": { "path": cli("OPENCODE_BIN") } } }));
+    let (ticket, run) = plan(&mut s, &w, "acp:opencode");
+    let events = assert_planned_read_only(&mut s, &w, ticket, run, "OpenCode ACP plan", "mode=plan");
+    let calls: Vec<&Value> = events.iter().filter(|e| e["kind"] == "toolCall").collect();
+    assert!(calls.len() >= 2, "{events:?}");
+    // planwire's read-only rules (edit: deny) leave opencode without a write tool at all.
+    let write = calls.iter().find(|c| c["name"] == "write").expect("the write was tried");
+    let result = events.iter().find(|e| e["kind"] == "toolResult" && e["callId"] == write["callId"]).unwrap();
+    let output = result["output"].as_str().unwrap();
+    assert!(
+        result["status"] == "error" || output.contains("unavailable tool") || output.contains("prevents"),
+        "{result}"
+    );
+    let read = calls.iter().find(|c| c["name"] == "read").unwrap();
+    assert!(read["input"].as_str().unwrap().ends_with("README.md"), "{read}");
+}
