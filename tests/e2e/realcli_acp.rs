@@ -13,7 +13,11 @@ const FORBIDDEN: &str = "PLANWIRE_FORBIDDEN.md";
 
 fn world() -> World {
     let w = World::new();
-    std::fs::write(w.path("project/README.md"), "# Demo\nThe greeting lives in src/main.rs.\n").unwrap();
+    std::fs::write(
+        w.path("project/README.md"),
+        "# Demo\nThe greeting lives in src/main.rs.\n",
+    )
+    .unwrap();
     w
 }
 
@@ -85,7 +89,9 @@ fn server(w: &World, env: &[(String, String)], options: Value) -> Server {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut s = Server::start(w, &env);
     let mut init = json!({ "dbPath": w.db(), "stopGraceMs": 2000 });
-    init.as_object_mut().unwrap().extend(options.as_object().unwrap().clone());
+    init.as_object_mut()
+        .unwrap()
+        .extend(options.as_object().unwrap().clone());
     s.initialize(init);
     s
 }
@@ -104,14 +110,24 @@ fn realcli_acp_opencode_plans_in_plan_mode_and_the_write_is_refused() {
         ] }),
     );
     let env = opencode_env(&w, &mock);
-    let mut s = server(&w, &env, json!({ "planners": { "acp:opencode": { "path": cli("OPENCODE_BIN") } } }));
+    let mut s = server(
+        &w,
+        &env,
+        json!({ "planners": { "acp:opencode": { "path": cli("OPENCODE_BIN") } } }),
+    );
     let (ticket, run) = plan(&mut s, &w, "acp:opencode");
     let events = assert_planned_read_only(&mut s, &w, ticket, run, "OpenCode ACP plan", "mode=plan");
     let calls: Vec<&Value> = events.iter().filter(|e| e["kind"] == "toolCall").collect();
     assert!(calls.len() >= 2, "{events:?}");
     // planwire's read-only rules (edit: deny) leave opencode without a write tool at all.
-    let write = calls.iter().find(|c| c["name"] == "write").expect("the write was tried");
-    let result = events.iter().find(|e| e["kind"] == "toolResult" && e["callId"] == write["callId"]).unwrap();
+    let write = calls
+        .iter()
+        .find(|c| c["name"] == "write")
+        .expect("the write was tried");
+    let result = events
+        .iter()
+        .find(|e| e["kind"] == "toolResult" && e["callId"] == write["callId"])
+        .unwrap();
     let output = result["output"].as_str().unwrap();
     assert!(
         result["status"] == "error" || output.contains("unavailable tool") || output.contains("prevents"),
@@ -119,4 +135,130 @@ fn realcli_acp_opencode_plans_in_plan_mode_and_the_write_is_refused() {
     );
     let read = calls.iter().find(|c| c["name"] == "read").unwrap();
     assert!(read["input"].as_str().unwrap().ends_with("README.md"), "{read}");
+}
+
+fn qwen_env(mock: &Mock) -> Vec<(String, String)> {
+    vec![
+        ("OPENAI_BASE_URL".into(), format!("http://127.0.0.1:{}/v1", mock.port)),
+        ("OPENAI_API_KEY".into(), "sk-mock".into()),
+        ("OPENAI_MODEL".into(), "mock-model".into()),
+    ]
+}
+
+/// Turns picked by what the conversation holds so far (the last match first), so side
+/// requests an agent makes (memory, next-speaker checks) cannot take a step's turn.
+fn read_write_answer(w: &World, read: (&str, &str), write: (&str, &str), refused: &str, answer: &str) -> Value {
+    json!({ "turns": [
+        { "match": refused, "text": answer },
+        { "match": "The greeting lives in", "tool_calls": [{ "name": write.0, "input": { write.1: root_file(w, FORBIDDEN), "content": "x" } }] },
+        { "match": "ticket-title", "tool_calls": [{ "name": read.0, "input": { read.1: root_file(w, "README.md") } }] },
+        { "text": "OK", "repeat": -1 },
+    ] })
+}
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_acp_qwen_plans_in_plan_mode_and_the_write_is_refused() {
+    let w = world();
+    let script = read_write_answer(
+        &w,
+        ("read_file", "file_path"),
+        ("write_file", "file_path"),
+        "cannot be executed because it modifies",
+        &plan_answer("Qwen ACP plan"),
+    );
+    let mock = Mock::start(&w, script);
+    let mut s = server(
+        &w,
+        &qwen_env(&mock),
+        json!({ "planners": { "acp:qwen": { "path": cli("QWEN_BIN") } } }),
+    );
+    let (ticket, run) = plan(&mut s, &w, "acp:qwen");
+    let events = assert_planned_read_only(&mut s, &w, ticket, run, "Qwen ACP plan", "plan");
+    let write = events
+        .iter()
+        .find(|e| e["kind"] == "toolCall" && e["name"].as_str().unwrap_or("").to_lowercase().contains("write"))
+        .unwrap_or_else(|| panic!("the write was tried: {events:?}"));
+    let result = events
+        .iter()
+        .find(|e| e["kind"] == "toolResult" && e["callId"] == write["callId"])
+        .unwrap();
+    assert!(
+        result["output"].as_str().unwrap().contains("cannot be executed") || result["status"] == "error",
+        "{result}"
+    );
+}
+
+fn claude_acp_env(w: &World, mock: &Mock) -> Vec<(String, String)> {
+    vec![
+        ("ANTHROPIC_BASE_URL".into(), format!("http://127.0.0.1:{}", mock.port)),
+        ("ANTHROPIC_API_KEY".into(), "sk-ant-mock".into()),
+        ("GIT_CEILING_DIRECTORIES".into(), w.dir.path().display().to_string()),
+    ]
+}
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_acp_claude_rejects_the_write_and_is_prompted_once_more() {
+    let w = world();
+    // The adapter serves Claude's reads through planwire (mcp__acp__Read); its write asks, is
+    // refused, and the refusal ends the turn: planwire prompts once more for the plan.
+    let script = json!({ "turns": [
+        { "match": "refused because planning is read-only", "text": plan_answer("Claude ACP plan") },
+        { "match": "The greeting lives in", "tool_calls": [{ "name": "Write", "input": { "file_path": root_file(&w, FORBIDDEN), "content": "x" } }] },
+        { "match": "ticket-title", "tool_calls": [{ "name": "mcp__acp__Read", "input": { "file_path": root_file(&w, "README.md") } }] },
+        { "text": "OK", "repeat": -1 },
+    ] });
+    let mock = Mock::start(&w, script);
+    let mut s = server(
+        &w,
+        &claude_acp_env(&w, &mock),
+        json!({ "planners": { "acp:claude-acp": { "path": cli("CLAUDE_ACP_BIN") } } }),
+    );
+    let (ticket, run) = plan(&mut s, &w, "acp:claude-acp");
+    let events = assert_planned_read_only(&mut s, &w, ticket, run, "Claude ACP plan", "plan");
+    let read = events
+        .iter()
+        .find(|e| e["kind"] == "toolResult" && e["output"].as_str().unwrap_or("").contains("The greeting lives in"));
+    assert!(read.is_some(), "the read was served: {events:?}");
+    let reprompted = mock
+        .requests()
+        .iter()
+        .any(|r| r["body"].to_string().contains("refused because planning is read-only"));
+    assert!(
+        reprompted,
+        "the refused write ended the turn and planwire prompted once more"
+    );
+}
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_acp_qwen_stop_mid_stream_leaves_no_process() {
+    let w = world();
+    let long = "word ".repeat(400);
+    let mock = Mock::start(
+        &w,
+        json!({ "turns": [{ "match": "ticket-title", "text": long, "chunk_size": 8, "chunk_delay_ms": 100 }, { "text": "OK", "repeat": -1 }] }),
+    );
+    let mut s = server(
+        &w,
+        &qwen_env(&mock),
+        json!({ "planners": { "acp:qwen": { "path": cli("QWEN_BIN") } } }),
+    );
+    let (ticket, run) = plan(&mut s, &w, "acp:qwen");
+    s.wait_for("streamed text", |m| {
+        m["method"] == "planwire/delta" && m["params"]["runId"] == run
+    });
+    let (pgid, start) = run_group(&w, run);
+    assert!(group_alive(pgid, start));
+    assert_eq!(
+        s.ok("planwire/stop", json!({ "ticketId": ticket })),
+        json!({ "stopped": true })
+    );
+    assert!(!group_alive(pgid, start), "qwen and its children are gone");
+    let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
+    assert_eq!(
+        (got["ticket"]["status"].clone(), got["runs"][0]["status"].clone()),
+        (json!("stopped"), json!("cancelled"))
+    );
 }

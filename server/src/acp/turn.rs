@@ -19,10 +19,10 @@ use agent_client_protocol_schema::v1::{
     ContentBlock, EmbeddedResourceResource, SessionInfoUpdate, SessionUpdate, StopReason,
 };
 use planwire_protocol::{
-    AnswerParams, AnswerQuestion, CreateTicket, DeltaKind, DeltaNotification, CreateTicketParams, DeleteTicket, ErrorCode, GetRun, GetRunParams,
-    GetTicket, GetTranscript, GetTranscriptParams, PlanParams, PlanResult, Question, QuestionNotification,
-    QuestionSource, QuestionStatus, Run, RunChanged, RunId, RunStatus, StartPlan, Stop, StopParams, TicketId,
-    TicketRef, TicketStatus, TranscriptNotification,
+    AnswerParams, AnswerQuestion, CreateTicket, CreateTicketParams, DeleteTicket, DeltaKind, DeltaNotification,
+    ErrorCode, GetRun, GetRunParams, GetTicket, GetTranscript, GetTranscriptParams, PlanParams, PlanResult, Question,
+    QuestionNotification, QuestionSource, QuestionStatus, Run, RunChanged, RunId, RunStatus, StartPlan, Stop,
+    StopParams, TicketId, TicketRef, TicketStatus, TranscriptNotification,
 };
 use serde_json::json;
 use tokio::sync::watch;

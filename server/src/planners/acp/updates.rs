@@ -249,14 +249,24 @@ impl Turn {
                 if let Some(kind) = u.fields.kind {
                     self.kinds.insert(id.clone(), kind);
                 }
-                let location = u.fields.locations.as_ref().and_then(|l| l.first()).map(|l| l.path.display().to_string());
+                let location = u
+                    .fields
+                    .locations
+                    .as_ref()
+                    .and_then(|l| l.first())
+                    .map(|l| l.path.display().to_string());
                 if let Some(input) = input_summary(u.fields.raw_input.as_ref(), location) {
                     self.emit_call(&id, Some(input), &mut events);
                 }
                 if let Some(status @ (ToolCallStatus::Completed | ToolCallStatus::Failed)) = u.fields.status {
                     self.close(false, &mut events);
                     self.emit_call(&id, None, &mut events);
-                    self.result(&id, status, u.fields.content.as_deref().unwrap_or_default(), &mut events);
+                    self.result(
+                        &id,
+                        status,
+                        u.fields.content.as_deref().unwrap_or_default(),
+                        &mut events,
+                    );
                 }
             }
             SessionUpdate::Plan(plan) => {
@@ -318,9 +328,16 @@ impl Turn {
 
     /// The `toolCall` event of a held call, once.
     fn emit_call(&mut self, id: &str, input: Option<String>, events: &mut Vec<ParsedEvent>) {
-        let Some(at) = self.held.iter().position(|(h, _, _)| h == id) else { return };
+        let Some(at) = self.held.iter().position(|(h, _, _)| h == id) else {
+            return;
+        };
         let (call_id, name, title) = self.held.remove(at);
-        let input = input.unwrap_or_else(|| title.split_once(' ').map(|(_, rest)| rest.to_owned()).unwrap_or_default());
+        let input = input.unwrap_or_else(|| {
+            title
+                .split_once(' ')
+                .map(|(_, rest)| rest.to_owned())
+                .unwrap_or_default()
+        });
         events.push(ParsedEvent::main(EventBody::ToolCall { call_id, name, input }));
     }
 
@@ -374,7 +391,17 @@ fn tool_name(title: &str, kind: ToolKind) -> String {
 
 /// A tool input's summary (a path, a command, a pattern…), when there is one.
 fn input_summary(raw: Option<&Value>, location: Option<String>) -> Option<String> {
-    let keys = ["file_path", "filePath", "path", "absolute_path", "command", "pattern", "url", "query", "description"];
+    let keys = [
+        "file_path",
+        "filePath",
+        "path",
+        "absolute_path",
+        "command",
+        "pattern",
+        "url",
+        "query",
+        "description",
+    ];
     let raw = raw.filter(|r| !r.is_null() && r.as_object().is_none_or(|o| !o.is_empty()));
     match raw {
         Some(raw) => Some(summarize_fields(raw, &keys)).filter(|s| !s.is_empty()),
