@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::harness::*;
 use crate::realcli::{cli, plan_answer, transcript, Mock};
+use crate::realcli_opencode::opencode_env;
 
 const FORBIDDEN: &str = "PLANWIRE_FORBIDDEN.md";
 
@@ -61,28 +62,6 @@ fn assert_planned_read_only(s: &mut Server, w: &World, ticket: i64, run: i64, ti
     let (pgid, start) = run_group(w, run);
     assert!(!group_alive(pgid, start), "the agent's process group is gone");
     events
-}
-
-fn opencode_env(w: &World, mock: &Mock) -> Vec<(String, String)> {
-    let url = format!("http://127.0.0.1:{}", mock.port);
-    let config = json!({
-        "provider": { "mock": {
-            "npm": "@ai-sdk/openai-compatible", "name": "Mock",
-            "options": { "baseURL": format!("{url}/v1"), "apiKey": "sk-mock" },
-            "models": { "mock-model": { "name": "Mock Model", "limit": { "context": 128000, "output": 8192 } } },
-        } },
-        "model": "mock/mock-model",
-        "small_model": "mock/mock-model",
-        "autoupdate": false,
-        "share": "disabled",
-    });
-    let path = w.path("opencode.config.json");
-    std::fs::write(&path, config.to_string()).unwrap();
-    vec![
-        ("OPENCODE_CONFIG".into(), path.display().to_string()),
-        ("npm_config_registry".into(), format!("{url}/npm/")),
-        ("LANG".into(), "C.UTF-8".into()),
-    ]
 }
 
 fn server(w: &World, env: &[(String, String)], options: Value) -> Server {

@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use crate::planners::truncate_chars;
 use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, Cost, Plan as AcpPlan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
     TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
@@ -140,7 +141,7 @@ impl RunStream {
                 let id = format!("{}-agent-{}", self.run, agent.unwrap_or(0));
                 out.push(match phase {
                     SubagentPhase::Start => SessionUpdate::ToolCall(
-                        ToolCall::new(id, truncate(&format!("Subagent: {label}"), TITLE_MAX))
+                        ToolCall::new(id, truncate_chars(&format!("Subagent: {label}"), TITLE_MAX))
                             .kind(ToolKind::Think)
                             .status(ToolCallStatus::InProgress),
                     ),
@@ -246,7 +247,7 @@ fn tool_call(id: &str, name: &str, input: &str) -> ToolCall {
     } else {
         format!("{name} {input}")
     };
-    let mut call = ToolCall::new(id.to_owned(), truncate(&title, TITLE_MAX))
+    let mut call = ToolCall::new(id.to_owned(), truncate_chars(&title, TITLE_MAX))
         .kind(tool_kind(name))
         .status(ToolCallStatus::InProgress);
     if input.starts_with('/') && !input.contains(char::is_whitespace) {
@@ -394,13 +395,6 @@ fn partial_suffix(text: &str, tag: &str) -> usize {
         .rev()
         .find(|&n| text.len() >= n && text.is_char_boundary(text.len() - n) && tag.starts_with(&text[text.len() - n..]))
         .unwrap_or(0)
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_owned(),
-        Some((cut, _)) => format!("{}…", &s[..cut]),
-    }
 }
 
 #[cfg(test)]
