@@ -160,6 +160,7 @@ pub struct Ticket {
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
     /// Machine-readable code: `no_plan`, `exit_code`, `planner_error`, `spawn_failed`,
+    /// `reference_unavailable`,
     /// `hard_timeout`, `idle_timeout`, `question_timeout`, `session_not_found`, `interrupted`.
     pub code: String,
     pub message: String,
@@ -474,6 +475,11 @@ pub struct InitializationOptions {
     /// `gemini`, `claude-acp`, `codex-acp`) overrides it.
     #[serde(default)]
     pub acp_agents: std::collections::BTreeMap<String, AcpAgentOptions>,
+    /// Linked-research passes that run at the same time (default 3, at least 1).
+    pub research_concurrency: Option<u32>,
+    /// `"auto"` (the default): GitHub issue and pull request links in a description are read
+    /// with `gh` before planning, when gh is on `PATH`; `"off"`: they stay text.
+    pub references: Option<ReferencesMode>,
 }
 
 /// How to start an ACP agent that plans (`initializationOptions.acpAgents.<name>`).
@@ -494,6 +500,14 @@ pub struct AcpAgentOptions {
     /// Plan even when the agent offers no plan or read-only mode (the sandbox still holds).
     #[serde(default)]
     pub allow_no_plan_mode: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReferencesMode {
+    #[default]
+    Auto,
+    Off,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

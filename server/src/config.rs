@@ -26,6 +26,10 @@ pub struct Config {
     pub locale: Option<String>,
     /// ACP agents configured by name (`initializationOptions.acpAgents`), over the presets.
     pub acp_agents: BTreeMap<String, AcpAgentOptions>,
+    /// Linked-research passes that run at the same time.
+    pub research_at_once: usize,
+    /// Read GitHub references in descriptions with gh before planning.
+    pub references: bool,
 }
 
 impl Config {
@@ -52,6 +56,8 @@ impl Config {
             skills: opts.skills.clone(),
             locale: None,
             acp_agents: opts.acp_agents.clone(),
+            research_at_once: opts.research_concurrency.map_or(3, |n| n.max(1) as usize),
+            references: opts.references.unwrap_or_default() != planwire_protocol::ReferencesMode::Off,
         }
     }
 }

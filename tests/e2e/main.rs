@@ -18,5 +18,6 @@ mod realcli_acp;
 mod realcli_codex;
 mod realcli_opencode;
 mod recovery;
+mod references;
 mod stop;
 mod terminal;

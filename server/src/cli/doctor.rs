@@ -2,7 +2,7 @@
 //! (its path, resolved like the server's, and whether it opens) and where logs go. Exits 1
 //! when no real planner (claude, opencode, codex) is usable; the `script` planner is a demo.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use planwire_protocol::{InitializationOptions, PlannerInfo};
 
@@ -88,6 +88,19 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
     };
 
     lines.push(String::new());
+    lines.push("References".into());
+    lines.push(match crate::context::github::gh() {
+        Some(gh) => format!(
+            "  {} gh {}: GitHub issue and pull request links in a description are read with it before planning",
+            ok("ok "),
+            gh.display()
+        ),
+        None => "  --  gh is not on PATH: GitHub issue and pull request links stay text; \
+                 install the GitHub CLI (gh) and run `gh auth login` to have them read"
+            .into(),
+    });
+
+    lines.push(String::new());
     lines.push("Logs".into());
     let from = match log.source {
         "default" => "the default (warn here; the --stdio server's is info)",
@@ -154,12 +167,5 @@ fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+        .find(|p| crate::util::is_executable(p))
 }

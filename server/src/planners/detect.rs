@@ -28,6 +28,16 @@ fn minimum(tool: Tool) -> Option<(u64, u64, u64)> {
     }
 }
 
+/// The versions planwire supports, in words (`2.0.0 or newer`).
+pub fn supported_range(tool: Tool) -> Option<String> {
+    minimum(tool).map(|(a, b, c)| format!("{} {a}.{b}.{c} or newer", tool.name()))
+}
+
+/// The major version in a `--version` line.
+pub fn major(text: &str) -> Option<u64> {
+    parse_version(text).map(|(major, _, _)| major)
+}
+
 fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
     let token = text
         .split_whitespace()
@@ -121,9 +131,10 @@ pub async fn detect(tool: Tool, config: &Config, store: Option<&Store>) -> Plann
         Some(tool.install_hint().to_owned())
     } else if !supported {
         Some(format!(
-            "{} {} is older than the oldest supported version",
+            "{} {} is older than the oldest supported version: planwire needs {}",
             tool.name(),
-            version.as_deref().unwrap_or("?")
+            version.as_deref().unwrap_or("?"),
+            supported_range(tool).unwrap_or_default()
         ))
     } else {
         // Usable, but something it needs is missing (OpenCode without `rg`).

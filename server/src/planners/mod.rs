@@ -222,12 +222,7 @@ pub fn missing_requirement(tool: Tool) -> Option<&'static str> {
     )
 }
 
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
+use crate::util::is_executable;
 
 /// True for an ELF or Mach-O file (false for a script, a placeholder or an unreadable file).
 fn is_native(p: &Path) -> bool {
@@ -420,22 +415,40 @@ pub(crate) fn truncated_line_event(head: &str, len: usize) -> ParsedEvent {
 // Helpers shared by the adapters.
 
 /// The frame of every adapter's `parse_line`: the line loses its terminator; a blank line
-/// gives nothing; a line that is not JSON is a `raw` event, and so is one that `on_value`
-/// (given the JSON value and the line) does not recognize, after whatever it emitted.
+/// gives nothing; each JSON value on the line — a CLI may print several objects on one
+/// line — goes to `on_value` in order, with its own text, and becomes a `raw` event after
+/// whatever it emitted when `on_value` does not recognize it; what is left over once no
+/// more JSON can be read (a line that is not JSON at all, or trailing garbage) is `raw`.
 pub(crate) fn parse_json_line(
     line: &str,
-    on_value: impl FnOnce(&Value, &str, &mut Vec<ParsedEvent>) -> bool,
+    mut on_value: impl FnMut(&Value, &str, &mut Vec<ParsedEvent>) -> bool,
 ) -> Vec<ParsedEvent> {
     let line = line.trim_end_matches(['\r', '\n']);
     if line.trim().is_empty() {
         return Vec::new();
     }
-    let Ok(value) = serde_json::from_str::<Value>(line) else {
-        return vec![raw_event(line)];
-    };
     let mut out = Vec::new();
-    if !on_value(&value, line, &mut out) {
-        out.push(raw_event(line));
+    let mut values = serde_json::Deserializer::from_str(line).into_iter::<Value>();
+    let mut start = 0;
+    loop {
+        match values.next() {
+            Some(Ok(value)) => {
+                let end = values.byte_offset();
+                let text = line[start..end].trim();
+                if !on_value(&value, text, &mut out) {
+                    out.push(raw_event(text));
+                }
+                start = end;
+            }
+            None => break,
+            Some(Err(_)) => {
+                let rest = line[start..].trim();
+                if !rest.is_empty() {
+                    out.push(raw_event(rest));
+                }
+                break;
+            }
+        }
     }
     out
 }
@@ -936,6 +949,23 @@ mod tests {
             assert!(!p.spawn.args.iter().any(|a| a.contains("Plan the ticket")), "{tool:?}");
             assert_eq!(p.spawn.args, p.recorded_args, "{tool:?}");
         }
+    }
+
+    #[test]
+    fn several_json_objects_on_one_line_are_parsed_in_order_and_only_the_rest_is_raw() {
+        let mut p = claude::ClaudeParser::new();
+        let line = concat!(
+            r#"{"type":"system","subtype":"init","session_id":"s1","tools":[]}"#,
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"one"}]}} "#,
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"one","usage":{}}"#,
+            r#" trailing {"#
+        );
+        let events = p.parse_line(line);
+        let kinds: Vec<&str> = events.iter().map(|e| e.body.kind()).collect();
+        assert_eq!(kinds, ["session", "text", "usage", "raw"], "{events:?}");
+        assert!(matches!(&events[1].body, EventBody::Text { text, is_final: true } if text == "one"));
+        assert!(matches!(&events[3].body, EventBody::Raw { line } if line == "trailing {"));
+        assert_eq!(p.final_text(), "one");
     }
 
     #[test]

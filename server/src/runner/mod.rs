@@ -98,6 +98,24 @@ pub fn planner_program(s: &Session, tool: Tool, model: Option<&str>) -> Result<P
     if tool == Tool::Script {
         script::check(model.unwrap_or("demo")).map_err(unavailable)?;
     }
+    // A CLI below the supported range is refused before anything runs (the version was read
+    // when the planners were detected, for this very binary).
+    let path = program.display().to_string();
+    let below = s
+        .planners
+        .lock()
+        .expect("planners")
+        .iter()
+        .find(|p| p.tool == tool.name() && p.path.as_deref() == Some(path.as_str()) && p.found && !p.supported)
+        .map(|p| p.version.clone().unwrap_or_default());
+    if let Some(version) = below {
+        let range = planners::detect::supported_range(tool).unwrap_or_default();
+        return Err(unavailable(format!(
+            "{} {version} at {path} is not supported: planwire needs {range}. Upgrade it: {}",
+            tool.name(),
+            tool.install_hint()
+        )));
+    }
     Ok(program)
 }
 
@@ -159,6 +177,24 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
             supersede_questions: false,
         };
         run.fallback = Some((ticket.clone(), fresh));
+    }
+    let mut spec = spec;
+    if s.config.references {
+        let text = format!("{}\n{}", ticket.title, ticket.description);
+        match crate::context::references(&text, std::path::Path::new(&ticket.root)).await {
+            Ok(Some(block)) => {
+                for prompt in std::iter::once(&mut spec.prompt).chain(spec.fresh_prompt.as_mut()) {
+                    prompt.push_str("\n\n");
+                    prompt.push_str(&block);
+                }
+            }
+            Ok(None) => {}
+            Err(failure) => {
+                // The run fails before any planner starts, and says which link and why.
+                run.fail_before_start("reference_unavailable", &failure.message()).await;
+                return Ok(run_id);
+            }
+        }
     }
     let task = format!("Title: {}\n\n{}", ticket.title, ticket.description);
     // With linked projects the first pass chooses what to research; else it is the plan.
@@ -298,7 +334,7 @@ impl Run {
                 Ok(id)
             }
             Err(message) => {
-                self.finish_failed_start(&message).await;
+                self.fail_before_start("spawn_failed", &message).await;
                 Err(unavailable(message))
             }
         }
@@ -490,9 +526,9 @@ impl Run {
         }
     }
 
-    /// The first process could not start: the run fails with `spawn_failed`.
-    async fn finish_failed_start(&mut self, message: &str) {
-        let ending = outcome::failed_ending("spawn_failed", message.to_owned(), None, None);
+    /// The run fails before its first planner runs (`spawn_failed`, `reference_unavailable`).
+    async fn fail_before_start(&mut self, code: &str, message: &str) {
+        let ending = outcome::failed_ending(code, message.to_owned(), None, None);
         match self.ticket_id {
             Some(ticket) => {
                 record_end(

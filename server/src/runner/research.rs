@@ -1,7 +1,8 @@
 //! A plan run, with linked research first when the project has linked repositories:
 //! a selection pass in the project's root decides what to ask which linked project, one
-//! research pass per selected project runs in that project's root — up to
-//! [`RESEARCH_AT_ONCE`] at the same time, each in its own agent run — and their findings and
+//! research pass per selected project runs in that project's root — several at the same
+//! time (`initializationOptions.researchConcurrency`, 3 by default), each in its own agent
+//! run — and their findings and
 //! contracts are embedded in the planning prompt. A research pass that fails is recorded as
 //! failed and planning goes on without it; a stop stops them all.
 
@@ -14,9 +15,6 @@ use super::outcome::How;
 use super::pass::{Ended, PassId, PassSpec};
 use super::Run;
 use crate::planners::initiative::{parse_research, parse_selection, research_context, research_prompt, Research};
-
-/// Research passes running at the same time.
-pub(crate) const RESEARCH_AT_ONCE: usize = 3;
 
 pub(crate) struct PlanJob {
     pub prompt: String,
@@ -88,7 +86,7 @@ impl Run {
         let mut found: HashMap<String, Research> = HashMap::new();
         let mut stopped: Option<Ended> = None;
         loop {
-            while running.len() < RESEARCH_AT_ONCE && self.stopping.is_none() {
+            while running.len() < self.s.config.research_at_once && self.stopping.is_none() {
                 let Some((link, question)) = queue.pop_front() else {
                     break;
                 };
