@@ -224,6 +224,11 @@ test("/breakdown announces its tickets as sessions that load; /tickets lists the
     });
     assert.ok(loaded.configOptions.length === 2);
     assert.ok(of(c.updates, ids[0]).some((u) => u.sessionUpdate === "plan"));
+    // session/resume binds a ticket without replaying it.
+    const resumed = await c.agent.request(acp.methods.agent.session.resume, { sessionId: ids[1], cwd: ws.root });
+    assert.equal(resumed.modes.currentModeId, "plan");
+    await c.waitFor((u) => kinds(of(u, ids[1])).includes("available_commands_update"), "the commands");
+    assert.deepEqual(kinds(of(c.updates, ids[1])), ["available_commands_update"]);
     const t = await prompt(c, sessionId, "/tickets");
     assert.equal(t.stopReason, "end_turn");
     assert.ok(ids.every((id) => agentText(of(c.updates, sessionId)).includes(id)));

@@ -69,8 +69,8 @@ fn info(t: &Ticket) -> SessionInfo {
         .updated_at(t.updated_at.clone())
 }
 
-/// `session/load` (with `replay`) or `session/resume`.
-pub async fn load(agent: &Arc<Agent>, id: &str, replay: bool) -> Result<LoadSessionResponse, ResponseError> {
+/// `session/load` (with `replay`) or `session/resume`; returns the answer and the session's id.
+pub async fn load(agent: &Arc<Agent>, id: &str, replay: bool) -> Result<(LoadSessionResponse, String), ResponseError> {
     let known = session::lookup(&agent.sessions.lock().expect("sessions"), id);
     let ticket = match (&known, ticket_of(id)) {
         (Some(s), _) => s.state().ticket,
@@ -95,13 +95,10 @@ pub async fn load(agent: &Arc<Agent>, id: &str, replay: bool) -> Result<LoadSess
     if replay {
         replay_ticket(agent, &session, &got).await;
     }
-    let id = session.acp_id();
-    let commands = super::commands::announce();
-    let a = agent.clone();
-    tokio::spawn(async move { a.update(&id, commands).await });
-    Ok(LoadSessionResponse::new()
+    let response = LoadSessionResponse::new()
         .modes(session::modes())
-        .config_options(session.config_options(&agent.planners)))
+        .config_options(session.config_options(&agent.planners));
+    Ok((response, session.acp_id()))
 }
 
 /// The ticket's conversation in order, each run's transcript where the run comes in.

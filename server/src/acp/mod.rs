@@ -38,6 +38,9 @@ use crate::transport::{self, Codec, Incoming, Outbox, ReaderEvent, ResponseError
 use backend::Backend;
 use session::{Session, SessionId};
 
+/// Updates of a session to send after a request's answer.
+type After = Option<(String, Vec<SessionUpdate>)>;
+
 /// How `planwire acp` was started.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -96,8 +99,15 @@ where
                 (_, Some(a)) => {
                     let a = a.clone();
                     tokio::spawn(async move {
-                        let result = a.dispatch(&method, params).await;
+                        let (result, after) = match a.dispatch(&method, params).await {
+                            Ok((value, after)) => (Ok(value), after),
+                            Err(e) => (Err(e), None),
+                        };
                         a.out.respond(Some(&id), result).await;
+                        // Updates that need the client to know the session: after its answer.
+                        if let Some((session, updates)) = after {
+                            a.update(&session, updates).await;
+                        }
                     });
                 }
             },
@@ -165,21 +175,33 @@ async fn initialize(out: &Outbox, options: &Options, params: Value) -> Result<(A
 }
 
 impl Agent {
-    async fn dispatch(self: &Arc<Self>, method: &str, params: Value) -> Result<Value, ResponseError> {
-        match method {
+    /// Answers one request; the updates to send once it is answered come with the answer.
+    async fn dispatch(self: &Arc<Self>, method: &str, params: Value) -> Result<(Value, After), ResponseError> {
+        let value = match method {
             "session/new" => {
                 let req: NewSessionRequest = parse(method, params)?;
                 let session = self.new_session(req.cwd.display().to_string(), None);
                 let response = NewSessionResponse::new(session.acp_id())
                     .modes(session::modes())
                     .config_options(session.config_options(&self.planners));
-                // The commands are announced once the client knows the session (its response
-                // is queued first, and the queue keeps the order).
-                let a = self.clone();
-                let value = to_value(&response)?;
-                tokio::spawn(async move { a.update(&session.acp_id(), commands::announce()).await });
-                Ok(value)
+                return Ok((to_value(&response)?, Some((session.acp_id(), commands::announce()))));
             }
+            "session/load" | "session/resume" => {
+                let id = if method == "session/load" {
+                    parse::<LoadSessionRequest>(method, params)?.session_id
+                } else {
+                    parse::<ResumeSessionRequest>(method, params)?.session_id
+                };
+                let (response, id) = history::load(self, &id.0, method == "session/load").await?;
+                return Ok((to_value(&response)?, Some((id, commands::announce()))));
+            }
+            _ => self.answer(method, params).await?,
+        };
+        Ok((value, None))
+    }
+
+    async fn answer(self: &Arc<Self>, method: &str, params: Value) -> Result<Value, ResponseError> {
+        match method {
             "session/prompt" => {
                 let req: PromptRequest = parse(method, params)?;
                 let session = self.session(&req.session_id.0)?;
@@ -187,14 +209,6 @@ impl Agent {
                 to_value(&agent_client_protocol_schema::v1::PromptResponse::new(reason))
             }
             "session/list" => to_value(&history::list(self, parse::<ListSessionsRequest>(method, params)?).await?),
-            "session/load" => {
-                let req: LoadSessionRequest = parse(method, params)?;
-                to_value(&history::load(self, &req.session_id.0, true).await?)
-            }
-            "session/resume" => {
-                let req: ResumeSessionRequest = parse(method, params)?;
-                to_value(&history::load(self, &req.session_id.0, false).await?)
-            }
             "session/close" => {
                 let req: CloseSessionRequest = parse(method, params)?;
                 let removed = self
