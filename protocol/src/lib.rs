@@ -194,6 +194,48 @@ pub struct Run {
     pub provider_session_id: Option<String>,
     /// Highest transcript seq so far.
     pub last_seq: u64,
+    /// Whether the OS sandbox held the run's planner processes; null until its first process
+    /// started (and for runs recorded before planwire had a sandbox).
+    #[serde(default)]
+    pub sandbox: Option<SandboxState>,
+    /// Files the run changed although planning is read-only (found by comparing the work
+    /// tree before and after each pass); null when it changed none.
+    #[serde(default)]
+    pub readonly_violation: Option<ReadonlyViolation>,
+}
+
+/// `initializationOptions.sandbox`: how planner processes are sandboxed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Sandbox when the OS can; without it, plan anyway, with a `warning` event on each run.
+    #[default]
+    Auto,
+    /// Sandbox or refuse: without it, `planwire/plan` and `planwire/breakdown` fail with -32012.
+    Required,
+    /// Never sandbox (each run still gets its `warning` event and the work-tree check).
+    Off,
+}
+
+/// Whether planner processes run in the OS sandbox (Landlock on Linux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxState {
+    /// The kernel enforces it: the planner and everything it starts may write only to its
+    /// scratch directory, the CLI's own state directories and `/dev`.
+    Enforced,
+    /// This OS or kernel offers no sandbox (no Landlock, or not Linux yet).
+    Unavailable,
+    /// `initializationOptions.sandbox` is `off`.
+    Off,
+}
+
+/// What a run changed in a work tree it was planning in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadonlyViolation {
+    /// Absolute paths of the files created, changed or deleted, sorted.
+    pub paths: Vec<String>,
 }
 
 /// One entry of a ticket's conversation.
@@ -375,6 +417,11 @@ pub enum EventBody {
     Raw {
         line: String,
     },
+    /// Something the person should know that did not stop the run (planning without the OS
+    /// sandbox, for example).
+    Warning {
+        message: String,
+    },
 }
 
 impl EventBody {
@@ -390,6 +437,7 @@ impl EventBody {
             EventBody::Error { .. } => "error",
             EventBody::Question { .. } => "question",
             EventBody::Raw { .. } => "raw",
+            EventBody::Warning { .. } => "warning",
         }
     }
 }
@@ -443,6 +491,9 @@ pub struct ExperimentalCapabilities {
 pub struct ServerCapabilities {
     pub protocol_version: u32,
     pub planners: Vec<PlannerInfo>,
+    /// Whether this session's runs are sandboxed (from `initializationOptions.sandbox` and
+    /// what the OS offers); each run records its own in `run.sandbox`.
+    pub sandbox: SandboxState,
 }
 
 /// `initializationOptions` the server understands. All are optional.
@@ -480,6 +531,8 @@ pub struct InitializationOptions {
     /// `"auto"` (the default): GitHub issue and pull request links in a description are read
     /// with `gh` before planning, when gh is on `PATH`; `"off"`: they stay text.
     pub references: Option<ReferencesMode>,
+    /// The OS sandbox around planner processes: `auto` (default), `required` or `off`.
+    pub sandbox: Option<SandboxMode>,
 }
 
 /// How to start an ACP agent that plans (`initializationOptions.acpAgents.<name>`).

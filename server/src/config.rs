@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use planwire_protocol::{AcpAgentOptions, InitializationOptions, Skill};
+use planwire_protocol::{AcpAgentOptions, InitializationOptions, SandboxMode, Skill};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -30,6 +30,8 @@ pub struct Config {
     pub research_at_once: usize,
     /// Read GitHub references in descriptions with gh before planning.
     pub references: bool,
+    /// The OS sandbox around planner processes (`initializationOptions.sandbox`).
+    pub sandbox: SandboxMode,
 }
 
 impl Config {
@@ -58,6 +60,7 @@ impl Config {
             acp_agents: opts.acp_agents.clone(),
             research_at_once: opts.research_concurrency.map_or(3, |n| n.max(1) as usize),
             references: opts.references.unwrap_or_default() != planwire_protocol::ReferencesMode::Off,
+            sandbox: opts.sandbox.unwrap_or_default(),
         }
     }
 }

@@ -25,8 +25,11 @@ fn start(scenario: &str) -> Fake {
     .unwrap();
     let log = w.path("agent.log");
     let mut s = w.start();
+    // The scripted agent logs what it receives to a file the OS sandbox would refuse: these
+    // tests check planwire's own refusals (the real-CLI tier runs ACP agents sandboxed).
     s.initialize(json!({
         "dbPath": w.db(),
+        "sandbox": "off",
         "stopGraceMs": 1000,
         "acpAgents": { "fake": {
             "command": "python3",

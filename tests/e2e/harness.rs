@@ -313,3 +313,19 @@ pub fn run_group(world: &World, run: i64) -> (i32, u64) {
 pub fn group_alive(pgid: i32, start: u64) -> bool {
     !planwire::util::group_members(pgid, start).is_empty()
 }
+
+/// `git init` (when needed) and a commit of everything in `dir`, with no user config.
+pub fn git_commit_all(dir: &std::path::Path, message: &str) {
+    let ok = Command::new("sh")
+        .args([
+            "-c",
+            "git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm \"$0\"",
+            message,
+        ])
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git commit in {}", dir.display());
+}

@@ -49,6 +49,7 @@ fn assert_planned_read_only(s: &mut Server, w: &World, ticket: i64, run: i64, ti
     let r = run_ends(s, run);
     let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
     assert_eq!(r["status"], "completed", "{got}\nstderr:\n{}", s.stderr());
+    assert_eq!(r["sandbox"], "enforced", "the agent ran inside the OS sandbox");
     assert_eq!(got["ticket"]["plan"]["title"], title, "{got}");
     assert!(!w.path(&format!("project/{FORBIDDEN}")).exists(), "the write landed");
     let events = transcript(s, run);

@@ -19,7 +19,7 @@ use crate::realcli::{cli, kinds, new_ticket, plan_answer, transcript, Mock};
 /// turn keeps such a request off the main thread's turns should it come anyway).
 const TITLE_TURN: &str = "You are a title generator";
 
-fn title_turn() -> Value {
+pub fn title_turn() -> Value {
     json!({ "match": TITLE_TURN, "text": "Greeting plan", "repeat": -1 })
 }
 
@@ -47,7 +47,7 @@ pub fn opencode_env(w: &World, mock: &Mock) -> Vec<(String, String)> {
     ]
 }
 
-fn opencode_server(w: &World, mock: &Mock) -> Server {
+pub fn opencode_server(w: &World, mock: &Mock) -> Server {
     let env = opencode_env(w, mock);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut s = Server::start(w, &env);

@@ -82,7 +82,10 @@ fn when_gh_fails_the_run_fails_before_any_planner_with_the_url_and_the_reason() 
     let message = failure["message"].as_str().unwrap();
     assert!(message.contains(ISSUE), "{message}");
     assert!(message.contains("Could not resolve to an issue"), "{message}");
-    assert!(!w.path("claude-count").exists(), "no planner was started");
+    assert!(
+        !w.path("home/.claude/planwire-fake/claude-count").exists(),
+        "no planner was started"
+    );
 }
 
 #[test]

@@ -181,6 +181,10 @@ impl RunStream {
                 out.extend(self.chunk(None, Flow::Text, format!("Planner error ({kind}): {message}")));
                 self.last = Last::Other;
             }
+            EventBody::Warning { message } => {
+                out.extend(self.chunk(None, Flow::Text, format!("Warning: {message}")));
+                self.last = Last::Other;
+            }
             EventBody::Session { .. } | EventBody::Question { .. } | EventBody::Raw { .. } => {}
         }
     }

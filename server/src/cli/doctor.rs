@@ -1,5 +1,6 @@
 //! `planwire doctor`: each planner (path, version, supported, what is missing), the database
-//! (its path, resolved like the server's, and whether it opens) and where logs go. Exits 1
+//! (its path, resolved like the server's, and whether it opens), the OS sandbox (enforced or
+//! why not) and where logs go. Exits 1
 //! when no real planner (claude, opencode, codex) is usable; the `script` planner is a demo.
 
 use std::path::PathBuf;
@@ -86,6 +87,19 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
             false
         }
     };
+
+    lines.push(String::new());
+    lines.push("Sandbox".into());
+    let sandbox = crate::sandbox::state(config.sandbox);
+    let mark = if sandbox == planwire_protocol::SandboxState::Enforced {
+        ok("ok ")
+    } else {
+        bad("no ")
+    };
+    lines.push(format!("  {mark} {}", crate::sandbox::describe(config.sandbox)));
+    if sandbox != planwire_protocol::SandboxState::Enforced {
+        lines.push("      planning still runs (sandbox \"auto\"), with a warning on each run".into());
+    }
 
     lines.push(String::new());
     lines.push("References".into());

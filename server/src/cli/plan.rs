@@ -453,6 +453,10 @@ impl View {
                     lines.push(format!("{indent}{}", self.paint(&l, Style::Red)));
                 }
             }
+            EventBody::Warning { message } => {
+                let l = format!("! warning: {message}");
+                lines.push(format!("{indent}{}", self.paint(&l, Style::Bold)));
+            }
             // Live questions arrive with their own notification; usage, session ids and
             // unrecognised lines are stored but not shown.
             EventBody::Question { .. }

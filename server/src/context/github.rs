@@ -110,6 +110,8 @@ pub async fn resolve(gh: &Path, cwd: &Path, r: &Reference) -> Result<Value, Stri
             ("NO_COLOR".into(), "1".into()),
         ],
         stdin_pipe: false,
+        // gh is the user's own tool with the user's own login, not a planner.
+        sandbox: None,
     })
     .await
     .map_err(|e| format!("cannot run {}: {e}", gh.display()))?;

@@ -204,6 +204,25 @@ fn find_program(command: &str) -> Option<PathBuf> {
         .find(|p| super::is_executable(p))
 }
 
+/// The native planner whose state an ACP preset shares (its sandbox allows the same writes).
+pub fn native_tool(name: AcpName) -> Option<Tool> {
+    match name.agent() {
+        "opencode" => Some(Tool::OpenCode),
+        "claude-acp" => Some(Tool::Claude),
+        "codex-acp" => Some(Tool::Codex),
+        _ => None,
+    }
+}
+
+/// The state directory under `HOME` of a preset with no native planner.
+pub fn state_dir(name: AcpName) -> Option<&'static str> {
+    match name.agent() {
+        "qwen" => Some(".qwen"),
+        "gemini" => Some(".gemini"),
+        _ => None,
+    }
+}
+
 /// One pass with an ACP agent: its process (argv from its spec only: the prompt travels over
 /// ACP), and the client that drives it.
 pub fn prepare(name: AcpName, program: &Path, req: &PassRequest, config: &Config) -> Prepared {
@@ -238,6 +257,8 @@ pub fn prepare(name: AcpName, program: &Path, req: &PassRequest, config: &Config
             cwd: req.root.clone(),
             env,
             stdin_pipe: true,
+            // The runner puts the pass's OS sandbox here, as for any planner.
+            sandbox: None,
         },
         driver: Box::new(client::AcpDriver::new(spec, req.clone())),
     }

@@ -740,7 +740,7 @@ impl LineParser for ClaudeParser {
 }
 
 /// The argv (without the program) of a plan run:
-/// `-p --output-format stream-json --verbose --permission-mode plan [--model M]
+/// `-p --output-format stream-json --verbose --permission-mode plan --setting-sources user [--model M]
 /// [--resume S | --session-id UUID] PROMPT`. `resume` wins over `session_id` when both are
 /// given. A model or id that is empty, starts with `-` or holds control characters is left
 /// out (it could be read as a flag). The prompt must start with fixed preamble text (see
@@ -757,6 +757,8 @@ pub fn argv(model: Option<&str>, resume: Option<&str>, session_id: Option<&str>,
         "--verbose",
         "--permission-mode",
         "plan",
+        "--setting-sources",
+        "user",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -937,6 +939,11 @@ pub fn interactive_argv(model: Option<&str>, resume: Option<&str>) -> Vec<String
         "--permission-prompt-tool",
         "stdio",
         "--include-partial-messages",
+        // Only the user's settings: a repository's .claude/settings*.json (hooks, permission
+        // rules, MCP servers, env, helpers) and its .mcp.json stay out. CLAUDE.md goes too:
+        // planwire adds it to the prompt itself (planners/instructions.rs).
+        "--setting-sources",
+        "user",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -1941,6 +1948,8 @@ mod tests {
             "--verbose",
             "--permission-mode",
             "plan",
+            "--setting-sources",
+            "user",
         ];
         let with = |extra: &[&str]| {
             let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
@@ -1975,7 +1984,7 @@ mod tests {
         assert_eq!(last, &prompt);
         assert!(last.starts_with(PLAN_PREAMBLE));
         assert!(!last.starts_with('-'));
-        assert_eq!(args.len(), 9);
+        assert_eq!(args.len(), 11);
         assert!(!args.iter().any(|a| a == "--dangerously-skip-permissions"));
         assert_eq!(args.iter().filter(|a| *a == "--permission-mode").count(), 1);
     }

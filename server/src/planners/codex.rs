@@ -48,7 +48,10 @@
 //! features.unbounded_connection_retries=false -c features.daemon_auto_start=false [-m M] -`
 //! and `exec resume --json S --skip-git-repo-check -c … [-m M] -c sandbox_mode=read-only -`
 //! (resume has no `--sandbox`), with the prompt on stdin (`-`); the runner closes stdin, or
-//! Codex waits for EOF.
+//! Codex waits for EOF. Inside planwire's OS sandbox, `read-only` becomes `danger-full-access`
+//! ([`inner_sandbox`]: Codex's bubblewrap cannot start there, and Landlock refuses writes).
+//! A repository's `.codex/` is read only when the user trusted the project in their own
+//! config; then the OS sandbox contains it, and our flags win over it.
 
 use std::collections::HashSet;
 
@@ -80,12 +83,32 @@ const COMMON_CONFIG: [&str; 2] = [
 /// The prompt is read from stdin (`-`). A session, model or variant that could be read as a
 /// flag is left out; a variant must be a plain word (`low`, `high`, …).
 pub fn argv(model: Option<&str>, resume: Option<&str>, variant: Option<&str>) -> Vec<String> {
+    argv_in(model, resume, variant, false)
+}
+
+/// Codex's own sandbox for a run: `read-only`, unless planwire's OS sandbox holds the run.
+/// Codex's Linux sandbox is bubblewrap, which must mount, and a Landlock domain may not
+/// (`bwrap: Failed to make / slave: Operation not permitted`, and with
+/// `features.use_legacy_landlock` the helper panics): inside planwire's sandbox every command
+/// of a `read-only` Codex fails, reads included. There Codex runs its commands directly
+/// (`danger-full-access`), and Landlock refuses their writes.
+pub fn inner_sandbox(outer_sandbox: bool) -> &'static str {
+    if outer_sandbox {
+        "danger-full-access"
+    } else {
+        "read-only"
+    }
+}
+
+/// [`argv`], with the inner sandbox chosen by [`inner_sandbox`].
+pub fn argv_in(model: Option<&str>, resume: Option<&str>, variant: Option<&str>, outer_sandbox: bool) -> Vec<String> {
+    let sandbox = inner_sandbox(outer_sandbox);
     let mut args: Vec<String> = vec!["exec".into()];
     let resume = resume.filter(|s| flag_value_ok(s));
     if let Some(session) = resume {
         args.extend(["resume".into(), "--json".into(), session.into()]);
     } else {
-        args.extend(["--json", "--sandbox", "read-only"].map(String::from));
+        args.extend(["--json".into(), "--sandbox".into(), sandbox.into()]);
     }
     args.push("--skip-git-repo-check".into());
     for c in COMMON_CONFIG {
@@ -98,7 +121,7 @@ pub fn argv(model: Option<&str>, resume: Option<&str>, variant: Option<&str>) ->
         args.extend(["-c".into(), format!("model_reasoning_effort={v}")]);
     }
     if resume.is_some() {
-        args.extend(["-c".into(), "sandbox_mode=read-only".into()]);
+        args.extend(["-c".into(), format!("sandbox_mode={sandbox}")]);
     }
     args.push("-".into());
     args
@@ -979,6 +1002,10 @@ mod tests {
             first(&[])
         );
         assert!(!argv(None, None, None).iter().any(|a| a.contains("danger")));
+        // Inside planwire's OS sandbox, Codex's own (bubblewrap) cannot start.
+        let inside = argv_in(None, None, None, true);
+        assert_eq!(inside[2..4], ["--sandbox", "danger-full-access"]);
+        assert!(argv_in(None, Some("t"), None, true).contains(&"sandbox_mode=danger-full-access".to_string()));
     }
 
     #[test]

@@ -210,4 +210,7 @@ pub struct PassRequest {
     /// Directories the planner may be served reads of (the root and linked roots), for
     /// channels where planwire serves file reads (ACP `fs/read_text_file`).
     pub read_roots: Vec<std::path::PathBuf>,
+    /// planwire's OS sandbox holds the pass (a CLI whose own sandbox cannot nest inside it,
+    /// such as Codex's, then turns its own off: see `codex::inner_sandbox`).
+    pub outer_sandbox: bool,
 }

@@ -15,6 +15,7 @@ pub mod codex;
 pub mod detect;
 pub mod driver;
 pub mod initiative;
+pub mod instructions;
 pub mod lines;
 pub mod opencode;
 pub mod plan;
@@ -373,7 +374,12 @@ pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest, config: &C
         }
         Tool::Codex => {
             // `-` reads the prompt from stdin, which is closed after it is written.
-            let args = codex::argv(req.model.as_deref(), req.resume.as_deref(), req.variant.as_deref());
+            let args = codex::argv_in(
+                req.model.as_deref(),
+                req.resume.as_deref(),
+                req.variant.as_deref(),
+                req.outer_sandbox,
+            );
             (args, codex::env(), Some(req.prompt.clone()), false)
         }
         Tool::Script => {
@@ -392,6 +398,7 @@ pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest, config: &C
             cwd: req.root.clone(),
             env,
             stdin_pipe: opening.is_some(),
+            sandbox: None,
         },
         driver: Box::new(lines::LinesDriver {
             parser: tool.parser(),

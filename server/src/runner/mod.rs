@@ -19,6 +19,7 @@ mod live;
 mod outcome;
 mod pass;
 mod research;
+mod sandboxed;
 
 pub(crate) use breakdown::start_breakdown;
 pub use deltas::OpenBlocks;
@@ -115,6 +116,10 @@ pub fn planner_program(s: &Session, tool: Tool, model: Option<&str>) -> Result<P
             tool.name(),
             tool.install_hint()
         )));
+    }
+    // `required` without an OS sandbox refuses before anything is created.
+    if let Some(why) = crate::sandbox::refusal(s.config.sandbox) {
+        return Err(unavailable(why));
     }
     Ok(program)
 }
@@ -265,6 +270,8 @@ pub(crate) struct Run {
     usage_baseline: Option<[u64; 4]>,
     /// A fresh start to fall back on when a resumed session turns out to be unknown.
     fallback: Option<(Ticket, RunSpec)>,
+    /// The sandbox state recorded on the run (again when a later pass differs).
+    sandbox_recorded: Option<planwire_protocol::SandboxState>,
 }
 
 impl Run {
@@ -323,6 +330,7 @@ impl Run {
             live: HashMap::new(),
             usage_baseline: None,
             fallback: None,
+            sandbox_recorded: None,
         }
     }
 

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::{cached_version, Run, FLUSH_AGE, FLUSH_AT};
 use crate::planners::driver::{Command, PassEnd, PassIo, PassRequest, Report, Reporter, StopWhy};
 use crate::planners::initiative::selection_prompt;
-use crate::planners::{self, ParsedEvent};
+use crate::planners::{self, instructions, ParsedEvent};
 use crate::store::runs;
 use crate::supervisor;
 
@@ -56,6 +56,8 @@ impl<'a> PassSpec<'a> {
 /// A pass that is running.
 pub(super) struct LivePass {
     commands: mpsc::UnboundedSender<Command>,
+    /// Its OS sandbox, scratch directory and work-tree snapshot, until it has ended.
+    sandbox: crate::sandbox::Pass,
     /// The agent-run key and label of a pass that is one of several.
     pub agent: Option<(String, String)>,
     pub sets_session: bool,
@@ -119,16 +121,24 @@ impl Run {
     /// its process (the first pass marks the run started; later ones record their group, so
     /// recovery finds whichever runs), and starts its driver.
     pub(super) async fn start_pass(&mut self, pass: PassSpec<'_>) -> Result<PassId, String> {
+        // The OS sandbox, scratch TMPDIR and work-tree snapshot of the pass.
+        let sandbox = self.sandbox_pass(pass.root).await?;
+        let root = std::path::Path::new(pass.root);
+        // The project's CLAUDE.md / AGENTS.md, for the CLIs whose project config is off.
+        let prompt = instructions::add(self.tool, root, &pass.prompt, pass.resume.is_some());
         let request = PassRequest {
-            prompt: pass.prompt.into_owned(),
+            prompt: prompt.into_owned(),
             model: self.model.clone(),
             variant: self.variant.clone(),
             resume: pass.resume.map(str::to_owned),
             title: Some(self.title.clone()),
             root: pass.root.into(),
             read_roots: vec![pass.root.into()],
+            outer_sandbox: super::sandboxed::enforced(&sandbox),
         };
-        let prepared = planners::prepare(self.tool, &self.program, &request, &self.s.config);
+        let mut prepared = planners::prepare(self.tool, &self.program, &request, &self.s.config);
+        prepared.spawn.env.extend(sandbox.env.iter().cloned());
+        prepared.spawn.sandbox = sandbox.restriction.clone();
         let child = match supervisor::spawn(prepared.spawn).await {
             Ok(c) => c,
             Err(e) => {
@@ -168,6 +178,7 @@ impl Run {
             id,
             LivePass {
                 commands,
+                sandbox,
                 agent: agent.clone(),
                 sets_session: pass.sets_session,
                 plan_candidate: None,
@@ -316,6 +327,8 @@ impl Run {
                 let pass = self.passes.remove(&id)?;
                 self.live.retain(|_, (p, _)| *p != id);
                 self.flush().await;
+                // The work tree must be as the pass found it.
+                self.check_readonly(pass.sandbox).await;
                 return Some(Ended {
                     end,
                     plan_candidate: pass.plan_candidate,

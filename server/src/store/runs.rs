@@ -1,6 +1,6 @@
 //! Runs, their lifecycle events, and recovery of runs whose owner died.
 
-use planwire_protocol::{Failure, Run, RunId, RunStatus, TicketId, TicketStatus};
+use planwire_protocol::{Failure, ReadonlyViolation, Run, RunId, RunStatus, SandboxState, TicketId, TicketStatus};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::{questions, tickets, Result, StoreError};
@@ -62,7 +62,7 @@ pub struct Leftover {
 
 const SELECT: &str = "SELECT r.id, r.ticket_id, r.status, r.tool, r.model, r.variant, r.created_at, r.started_at,
     r.ended_at, r.exit_code, r.signal, r.failure_code, r.failure_message, r.session_id, r.last_seq, r.kind, p.root,
-    r.initiative
+    r.initiative, r.sandbox, r.readonly_violation_json
     FROM runs r JOIN projects p ON p.id = r.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Run> {
@@ -90,7 +90,43 @@ fn from_row(r: &Row) -> rusqlite::Result<Run> {
         kind: r.get(15)?,
         root: r.get(16)?,
         initiative: r.get(17)?,
+        sandbox: r.get::<_, Option<String>>(18)?.as_deref().and_then(sandbox_state),
+        readonly_violation: r
+            .get::<_, Option<String>>(19)?
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .map(|paths| ReadonlyViolation { paths }),
     })
+}
+
+fn sandbox_state(s: &str) -> Option<SandboxState> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
+}
+
+/// Records the sandbox state of a run's planner (set when its first process starts).
+pub fn set_sandbox(conn: &Connection, run: RunId, state: SandboxState) -> Result<()> {
+    let name = serde_json::to_value(state).expect("a state serializes");
+    conn.execute(
+        "UPDATE runs SET sandbox = ?2 WHERE id = ?1",
+        params![run, name.as_str()],
+    )?;
+    Ok(())
+}
+
+/// Adds paths a run changed in a work tree to its read-only violation (kept sorted, once each).
+pub fn add_readonly_violation(conn: &Connection, run: RunId, paths: &[String]) -> Result<()> {
+    let old: Option<String> = conn.query_row("SELECT readonly_violation_json FROM runs WHERE id = ?1", [run], |r| {
+        r.get(0)
+    })?;
+    let mut all: Vec<String> = old.and_then(|j| serde_json::from_str(&j).ok()).unwrap_or_default();
+    all.extend(paths.iter().cloned());
+    all.sort();
+    all.dedup();
+    let json = serde_json::to_string(&all).expect("paths serialize");
+    conn.execute(
+        "UPDATE runs SET readonly_violation_json = ?2 WHERE id = ?1",
+        params![run, json],
+    )?;
+    Ok(())
 }
 
 pub fn get(conn: &Connection, id: RunId) -> Result<Run> {
@@ -364,6 +400,27 @@ mod tests {
         assert_eq!(leftovers.len(), 1);
         assert_eq!(get(&conn, run).unwrap().status, RunStatus::Interrupted);
         assert_eq!(get(&conn, second).unwrap().status, RunStatus::Queued);
+    }
+
+    #[test]
+    fn sandbox_state_and_violations_are_kept() {
+        let conn = crate::store::test_conn();
+        let t = new_ticket(&conn);
+        let (pid, start) = crate::util::self_identity();
+        let (run, _) = create(&conn, &new_run(t), Owner { pid, start }).unwrap();
+        assert_eq!(
+            (
+                get(&conn, run).unwrap().sandbox,
+                get(&conn, run).unwrap().readonly_violation
+            ),
+            (None, None)
+        );
+        set_sandbox(&conn, run, SandboxState::Unavailable).unwrap();
+        add_readonly_violation(&conn, run, &["/r/b".into()]).unwrap();
+        add_readonly_violation(&conn, run, &["/r/a".into(), "/r/b".into()]).unwrap();
+        let r = get(&conn, run).unwrap();
+        assert_eq!(r.sandbox, Some(SandboxState::Unavailable));
+        assert_eq!(r.readonly_violation.unwrap().paths, ["/r/a", "/r/b"]);
     }
 
     #[test]

@@ -171,6 +171,13 @@ const MIGRATIONS: &[&str] = &[
     -- The prompt settings a run used (JSON), so a retry uses the same ones.
     ALTER TABLE runs ADD COLUMN settings_json TEXT;
     "#,
+    // 3: the OS sandbox a run's planner ran in, and what it changed in a work tree anyway.
+    r#"
+    -- 'enforced', 'unavailable' or 'off'; NULL until its first process started.
+    ALTER TABLE runs ADD COLUMN sandbox TEXT;
+    -- JSON array of absolute paths the run changed although planning is read-only.
+    ALTER TABLE runs ADD COLUMN readonly_violation_json TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.
