@@ -11,11 +11,13 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 pub mod errors;
 pub mod initiative;
+pub mod living;
 pub mod memory;
 pub mod methods;
 pub mod schema;
 pub use errors::{ErrorCode, ErrorData, ResponseError};
 pub use initiative::*;
+pub use living::*;
 pub use memory::*;
 pub use methods::*;
 pub use schema::schema;
@@ -153,6 +155,18 @@ pub struct Ticket {
     /// The breakdown run that created this ticket, if one did.
     #[serde(default)]
     pub initiative_run_id: Option<RunId>,
+    /// The git branch the work is for (stored as given; null when none).
+    #[serde(default)]
+    pub branch: Option<String>,
+    /// The latest plan version (see `planwire/listPlans`); null while never planned.
+    #[serde(default)]
+    pub plan_version: Option<u32>,
+    /// When the plan was last handed off to an implementation CLI (`planwire/handoff`).
+    #[serde(default)]
+    pub handed_off_at: Option<String>,
+    /// The CLI of that hand-off.
+    #[serde(default)]
+    pub handed_off_tool: Option<String>,
 }
 
 /// Why a run failed (or was interrupted).
@@ -202,6 +216,9 @@ pub struct Run {
     /// tree before and after each pass); null when it changed none.
     #[serde(default)]
     pub readonly_violation: Option<ReadonlyViolation>,
+    /// How long the run took; null until it has ended (and for a run that never started).
+    #[serde(default)]
+    pub timing: Option<RunTiming>,
 }
 
 /// `initializationOptions.sandbox`: how planner processes are sandboxed.
@@ -238,12 +255,36 @@ pub struct ReadonlyViolation {
     pub paths: Vec<String>,
 }
 
+/// The timing of an ended run, in milliseconds from its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunTiming {
+    /// Until the planner's first output line (null when it printed nothing).
+    pub first_output_ms: Option<u64>,
+    /// Until the first final answer (null when there was none).
+    pub first_final_ms: Option<u64>,
+    /// Until the run ended.
+    pub total_ms: u64,
+}
+
+/// Token counts and cost, as the CLIs report them in `usage` events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub cost_usd: f64,
+}
+
 /// One entry of a ticket's conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     pub id: i64,
-    /// `description`, `response`, `plan`, `plan_candidate`, `question`, `answer`, `status` or `error`.
+    /// `description`, `edit`, `response`, `plan`, `plan_candidate`, `question`, `answer`,
+    /// `feedback`, `handoff`, `status` or `error`.
     pub kind: String,
     pub text: String,
     pub run_id: Option<RunId>,

@@ -32,6 +32,10 @@ request!(
     CreateTicket, "planwire/createTicket", CreateTicketParams, Ticket
 );
 request!(
+    /// Edits a ticket's title, description, planner or branch (refused while it is being planned).
+    UpdateTicket, "planwire/updateTicket", UpdateTicketParams, UpdateTicketResult
+);
+request!(
     /// Lists every ticket, or those of one root, oldest first.
     ListTickets, "planwire/listTickets", ListTicketsParams, ListTicketsResult
 );
@@ -42,6 +46,22 @@ request!(
 request!(
     /// Starts planning a ticket (creating it first when given root, title and description).
     StartPlan, "planwire/plan", PlanParams, PlanResult
+);
+request!(
+    /// Every plan version of a ticket, oldest first.
+    ListPlans, "planwire/listPlans", TicketRef, ListPlansResult
+);
+request!(
+    /// One plan version of a ticket.
+    GetPlan, "planwire/getPlan", GetPlanParams, PlanVersion
+);
+request!(
+    /// Writes a plan version into the repository as a markdown file.
+    ExportPlan, "planwire/exportPlan", ExportPlanParams, ExportPlanResult
+);
+request!(
+    /// The command that starts an implementation CLI in the ticket's root with the plan as its first prompt.
+    Handoff, "planwire/handoff", HandoffParams, HandoffResult
 );
 request!(
     /// Stops the ticket's active run (or the run named, e.g. a breakdown); answers once its process group is gone.
@@ -148,9 +168,14 @@ pub trait MethodVisitor {
 /// Calls `v` with every request, then every notification, in the order above.
 pub fn visit_methods(v: &mut impl MethodVisitor) {
     v.request::<CreateTicket>();
+    v.request::<UpdateTicket>();
     v.request::<ListTickets>();
     v.request::<GetTicket>();
     v.request::<StartPlan>();
+    v.request::<ListPlans>();
+    v.request::<GetPlan>();
+    v.request::<ExportPlan>();
+    v.request::<Handoff>();
     v.request::<Stop>();
     v.request::<Status>();
     v.request::<AnswerQuestion>();
@@ -193,6 +218,9 @@ pub struct CreateTicketParams {
     pub model: Option<String>,
     #[serde(default)]
     pub variant: Option<String>,
+    /// The git branch the work is for (stored; an empty string counts as unset).
+    #[serde(default)]
+    pub branch: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -234,6 +262,8 @@ pub struct GetTicketResult {
     pub messages: Vec<Message>,
     pub questions: Vec<Question>,
     pub runs: Vec<Run>,
+    /// Usage and cost summed over every run of the ticket.
+    pub usage: Usage,
     /// Memory suggestions of the ticket's plans, oldest first; left out when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_suggestions: Vec<TicketMemorySuggestion>,
@@ -260,9 +290,13 @@ pub struct PlanParams {
     /// Start a new provider session instead of resuming the ticket's.
     #[serde(default)]
     pub fresh: bool,
-    /// Re-run with exactly that run's tool, model and variant.
+    /// Re-run with exactly that run's tool, model and variant (and its feedback, if it had one).
     #[serde(default)]
     pub retry_of: Option<RunId>,
+    /// Request changes: the user's message about the current plan, sent as the next message
+    /// of the resumed session (or, without one, with the previous plan in a fresh prompt).
+    #[serde(default)]
+    pub feedback: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -177,6 +177,23 @@ test("a live question is answered through elicitation; a feedback prompt resumes
   } finally {
     assert.equal((await c.stop()).code, 0);
   }
+  // Replayed in a fresh process, the feedback comes between the two plans.
+  const d = start(ws, { args: ["--tool", "script"] });
+  try {
+    await initialize(d);
+    await d.agent.request(acp.methods.agent.session.load, { sessionId: "ticket-1", cwd: ws.root, mcpServers: [] });
+    const replay = of(d.updates, "ticket-1");
+    const plans = replay.map((u, i) => (u.sessionUpdate === "plan" ? i : -1)).filter((i) => i >= 0);
+    assert.equal(plans.length, 1, "the latest plan's entries, once");
+    const said = replay.findIndex((u) => u.sessionUpdate === "user_message_chunk" && u.content.text.includes("French"));
+    if (FEEDBACK_PARAM) {
+      assert.ok(said > 0, "the feedback is replayed");
+      const firstPlanText = replay.findIndex((u) => u.sessionUpdate === "agent_message_chunk" && /Acceptance criteria/.test(u.content.text));
+      assert.ok(firstPlanText < said && said < plans[0], `order: ${firstPlanText} < ${said} < ${plans[0]}`);
+    }
+  } finally {
+    assert.equal((await d.stop()).code, 0);
+  }
   assert.deepEqual(invalid, []);
 });
 

@@ -108,11 +108,6 @@ impl Backend {
         })
     }
 
-    /// A request by name, for methods this build's protocol crate may not declare yet.
-    pub async fn raw_call(&self, method: &str, params: Value) -> Result<Value, ResponseError> {
-        self.outbox.request(method, params).await
-    }
-
     pub fn subscribe(&self, keys: &[Key]) -> Subscription {
         let (tx, rx) = mpsc::channel(SUBSCRIPTION_QUEUE);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);

@@ -109,11 +109,14 @@ async fn replay_ticket(agent: &Agent, session: &Session, got: &GetTicketResult) 
     let mut replayed: Vec<RunId> = Vec::new();
     for m in &got.messages {
         if let Some(run) = m.run_id {
-            // Runs before this one (in id order) come first, then this one.
+            // The runs before the message come first: the person's words (feedback) before
+            // the run that took them, planwire's (a plan, an error) after the run they end.
+            let users = matches!(render::message(m), Some(SessionUpdate::UserMessageChunk(_)));
+            let before = |r: &RunId| if users { *r < run } else { *r <= run };
             for r in runs
                 .iter()
                 .copied()
-                .filter(|r| *r <= run && !replayed.contains(r))
+                .filter(|r| before(r) && !replayed.contains(r))
                 .collect::<Vec<_>>()
             {
                 replay_run(agent, session, r).await;
@@ -170,6 +173,10 @@ mod tests {
             open_questions: vec![],
             depends_on: vec![],
             initiative_run_id: None,
+            branch: None,
+            plan_version: None,
+            handed_off_at: None,
+            handed_off_tool: None,
         }
     }
 

@@ -20,11 +20,10 @@ use agent_client_protocol_schema::v1::{
 };
 use planwire_protocol::{
     AnswerParams, AnswerQuestion, CreateTicket, CreateTicketParams, DeleteTicket, DeltaKind, DeltaNotification,
-    ErrorCode, GetRun, GetRunParams, GetTicket, GetTranscript, GetTranscriptParams, PlanParams, PlanResult, Question,
+    ErrorCode, GetRun, GetRunParams, GetTicket, GetTranscript, GetTranscriptParams, PlanParams, Question,
     QuestionNotification, QuestionSource, QuestionStatus, Run, RunChanged, RunId, RunStatus, StartPlan, Stop,
     StopParams, TicketId, TicketRef, TicketStatus, TranscriptNotification,
 };
-use serde_json::json;
 use tokio::sync::watch;
 
 use super::ask::{self, Outcome};
@@ -134,16 +133,14 @@ pub async fn prompt(
             Err(e) => return Err(e),
         }
     }
-    let params = json!({
-        "ticketId": ticket,
-        "feedback": input.full(),
-        "tool": state.tool,
-        "model": state.model,
-    });
-    let started = agent.backend.raw_call("planwire/plan", params).await?;
-    let run = serde_json::from_value::<PlanResult>(started)
-        .map_err(|e| ResponseError::new(ErrorCode::InternalError, e.to_string()))?
-        .run_id;
+    let params = PlanParams {
+        ticket_id: Some(ticket),
+        tool: Some(state.tool),
+        model: state.model,
+        feedback: Some(input.full()),
+        ..PlanParams::default()
+    };
+    let run = agent.backend.call::<StartPlan>(params).await?.run_id;
     follow(agent, session, ticket, run, sub, cancel).await
 }
 
@@ -185,6 +182,7 @@ async fn first_prompt(
             tool: Some(state.tool.clone()),
             model: state.model.clone(),
             variant: None,
+            branch: None,
         })
         .await?;
     session.with_state(|s| s.ticket = Some(ticket.id));

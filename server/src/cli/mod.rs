@@ -1,7 +1,7 @@
-//! The terminal front: `planwire plan`, `tickets`, `show`, `doctor`, and `acp` (the ACP
-//! agent on stdio, `crate::acp`).
+//! The terminal front: `planwire plan`, `tickets`, `show`, `export`, `doctor`, and `acp`
+//! (the ACP agent on stdio, `crate::acp`).
 //!
-//! `plan`, `tickets` and `show` run the server in-process ([`client::Client`]) and speak the
+//! `plan`, `tickets`, `show` and `export` run the server in-process ([`client::Client`]) and speak the
 //! protocol to it, so a terminal plan takes the same path as an editor's (handlers, runner,
 //! store, stop). `doctor` checks the machine directly. Only this module writes to stdout, and
 //! only through an explicit `std::io::stdout().lock()` writer: `--stdio` mode never does.
@@ -24,8 +24,11 @@ pub enum Command {
     Plan(PlanArgs),
     /// List tickets: id, status, title (and root, unless one root is asked for).
     Tickets(TicketsArgs),
-    /// Show a ticket: its description, plan and runs.
+    /// Show a ticket: its description, plan, versions, usage and runs with their timing.
     Show(ShowArgs),
+    /// Write a ticket's plan into its repository as markdown (default
+    /// .planwire/plans/<ticket>-<slug>.md under its root).
+    Export(ExportArgs),
     /// Check the planners, the database and logging; exits non-zero when no planner is usable.
     Doctor(DoctorArgs),
     /// Serve the Agent Client Protocol on stdin/stdout (for Zed, JetBrains, Emacs, Neovim).
@@ -99,6 +102,22 @@ pub struct TicketsArgs {
 pub struct ShowArgs {
     /// The ticket's id (as `planwire tickets` lists it).
     pub ticket: i64,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The ticket's id (as `planwire tickets` lists it).
+    pub ticket: i64,
+    /// Where to write: absolute, or relative to the ticket's root.
+    pub path: Option<String>,
+    /// The plan version (default: the latest).
+    #[arg(long = "plan-version", value_name = "N")]
+    pub version: Option<u32>,
+    /// Replace the file if it exists.
+    #[arg(long)]
+    pub overwrite: bool,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -199,6 +218,7 @@ pub fn run(command: Command, log: LogSetting) -> i32 {
             Command::Plan(args) => plan::run(args).await,
             Command::Tickets(args) => tickets::list(args).await,
             Command::Show(args) => tickets::show(args).await,
+            Command::Export(args) => tickets::export(args).await,
             Command::Doctor(args) => doctor::run(args, log).await,
             Command::Acp(args) => match args.agents.options() {
                 Ok(acp_agents) => {

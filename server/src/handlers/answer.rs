@@ -180,10 +180,16 @@ async fn resume_with_answers(s: &Arc<Session>, q: &Question, p: AnswerParams) ->
         model: run.model.clone(),
         variant: run.variant.clone(),
         prompt: match &resume {
-            Some(_) => prompt::continuation_prompt(
-                &format!(
+            Some(session) => prompt::resume_prompt(
+                &ticket.title,
+                &ticket.description,
+                // The question is settled already: an unreadable history must not strand it.
+                super::plan::ticket_since(s, &ticket, session)
+                    .await
+                    .unwrap_or(prompt::TicketSince::Unknown),
+                Some(&format!(
                     "The user answered your open questions:\n\n{answers_text}\n\nRefine the plan with these answers."
-                ),
+                )),
                 &used,
             ),
             None => fresh.clone(),

@@ -26,6 +26,7 @@ pub async fn create(s: &Session, p: CreateTicketParams) -> HandlerResult<Ticket>
     }
     let tool = p.tool.clone().unwrap_or_else(|| s.config.default_tool.clone());
     check_tool(&tool)?;
+    let branch = check_branch(p.branch.as_deref())?;
     let new = NewTicket {
         root,
         title: p.title.trim().to_owned(),
@@ -37,6 +38,9 @@ pub async fn create(s: &Session, p: CreateTicketParams) -> HandlerResult<Ticket>
     s.store
         .write(move |c| {
             let id = tickets::create(c, &new)?;
+            if branch.is_some() {
+                tickets::set_branch(c, id, branch.as_deref())?;
+            }
             tickets::get(c, id)
         })
         .await
@@ -72,4 +76,18 @@ pub fn check_tool(tool: &str) -> HandlerResult<Tool> {
             known.join(", ")
         ))
     })
+}
+
+/// A branch name as stored: trimmed, `None` when empty. It will name a git branch, so it may
+/// not start with `-` or hold control characters.
+pub fn check_branch(branch: Option<&str>) -> HandlerResult<Option<String>> {
+    let Some(branch) = branch.map(str::trim).filter(|b| !b.is_empty()) else {
+        return Ok(None);
+    };
+    if branch.starts_with('-') || branch.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(invalid_params(format!(
+            "field `branch`: {branch:?} is not a branch name (no leading `-`, spaces or control characters)"
+        )));
+    }
+    Ok(Some(branch.to_owned()))
 }

@@ -15,15 +15,17 @@ use crate::store::Store;
 /// The oldest version of each CLI the adapter accepts. The stream formats were recorded from
 /// Claude Code 2.1.197, OpenCode 1.18.33 and Codex 0.171.0 (`tests/realcli` pins those);
 /// older versions were not checked, so the floors are the major lines those formats belong
-/// to: OpenCode 1.x (`run --format json` with whole `part` events), Codex from 0.100
-/// (`exec --json` with `thread.*` / `item.*` events, `exec resume`, `-` for the prompt). The
-/// Codex feature switches are passed as `-c features.…=false`, which a Codex without that
+/// to: OpenCode 1.x (`run --format json` with whole `part` events). Codex's floor is the
+/// recorded version itself: planwire drives its `app-server` v2 protocol in the experimental
+/// plan collaboration mode (`turn/start` `collaborationMode`, `item/tool/requestUserInput`,
+/// `thread/resume` `excludeTurns`, `optOutNotificationMethods`), which changed often before.
+/// The Codex feature switches are passed as `-c features.…=false`, which a Codex without that
 /// feature ignores (where `--disable` would fail with "Unknown feature flag").
 fn minimum(tool: Tool) -> Option<(u64, u64, u64)> {
     match tool {
         Tool::Claude => Some((2, 0, 0)),
         Tool::OpenCode => Some((1, 0, 0)),
-        Tool::Codex => Some((0, 100, 0)),
+        Tool::Codex => Some((0, 171, 0)),
         Tool::Script | Tool::Acp(_) => None,
     }
 }
@@ -176,5 +178,6 @@ mod tests {
         assert!(!supported(Tool::OpenCode, Some("0.15.8")));
         assert!(supported(Tool::Codex, Some("codex-cli 0.171.0")));
         assert!(!supported(Tool::Codex, Some("codex-cli 0.46.0")));
+        assert!(!supported(Tool::Codex, Some("codex-cli 0.170.2")));
     }
 }

@@ -5,6 +5,9 @@
 //!   the prompt never passes through a shell and can never be read as a flag;
 //! - parse: a stateful [`LineParser`] from the CLI's stream to normalized events.
 //!
+//! `handoff` is the one exception to plan mode: the command of an interactive implementation
+//! session, which planwire hands to the editor and never runs itself.
+//!
 //! An adapter knows a CLI's argv and line format and nothing else. What the parsers share
 //! (the frame of `parse_line`, held text, subagent bookkeeping, summaries, raw lines, API
 //! error classes) is in the helpers at the end of this file.
@@ -14,6 +17,7 @@ pub mod claude;
 pub mod codex;
 pub mod detect;
 pub mod driver;
+pub mod handoff;
 pub mod initiative;
 pub mod instructions;
 pub mod lines;
@@ -165,13 +169,13 @@ impl Tool {
         }
     }
 
-    /// The line parser of a tool whose channel is lines (an ACP agent has its own driver and
-    /// never reads lines: it gets Claude's, unused).
+    /// The line parser of a tool whose channel is lines on stdout (Codex's is JSON-RPC; an
+    /// ACP agent has its own driver and never reads lines: it gets Claude's, unused).
     pub fn parser(self) -> Box<dyn LineParser> {
         match self {
             Tool::Claude | Tool::Script | Tool::Acp(_) => Box::new(claude::ClaudeParser::new()),
             Tool::OpenCode => Box::new(opencode::OpenCodeParser::new()),
-            Tool::Codex => Box::new(codex::CodexParser::new()),
+            Tool::Codex => unreachable!("codex app-server is JSON-RPC, not lines: codex::prepare drives it"),
         }
     }
 }
@@ -372,16 +376,8 @@ pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest, config: &C
                 false,
             )
         }
-        Tool::Codex => {
-            // `-` reads the prompt from stdin, which is closed after it is written.
-            let args = codex::argv_in(
-                req.model.as_deref(),
-                req.resume.as_deref(),
-                req.variant.as_deref(),
-                req.outer_sandbox,
-            );
-            (args, codex::env(), Some(req.prompt.clone()), false)
-        }
+        // JSON-RPC on stdio (`codex app-server`): its own driver.
+        Tool::Codex => return codex::prepare(program, req),
         Tool::Script => {
             let script = req.model.clone().unwrap_or_else(|| "demo".into());
             // A script recorded in Claude's bidirectional mode talks on stdin like Claude.

@@ -166,9 +166,6 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
         .await
         .map_err(store_error)?;
     let mut run = Run::new(s, run_id, Some(ticket.id), &ticket.root, &ticket.title, &spec, program);
-    if let (Some(session), Tool::Codex) = (&spec.resume, tool) {
-        run.usage_baseline = usage_before(s, ticket.id, session).await;
-    }
     if let (Some(session), Some(prompt)) = (&spec.resume, &spec.fresh_prompt) {
         let fresh = RunSpec {
             tool,
@@ -266,8 +263,6 @@ pub(crate) struct Run {
     stopping: Option<planners::driver::StopWhy>,
     /// Live questions a pass waits on: question id → (pass, the driver's ask id).
     live: HashMap<QuestionId, (PassId, AskId)>,
-    /// Codex reports usage cumulative per thread: a resumed run subtracts what the thread had.
-    usage_baseline: Option<[u64; 4]>,
     /// A fresh start to fall back on when a resumed session turns out to be unknown.
     fallback: Option<(Ticket, RunSpec)>,
     /// The sandbox state recorded on the run (again when a later pass differs).
@@ -328,7 +323,6 @@ impl Run {
             limits: pass::Limits::new(&s.config),
             stopping: None,
             live: HashMap::new(),
-            usage_baseline: None,
             fallback: None,
             sandbox_recorded: None,
         }
@@ -380,23 +374,6 @@ impl Run {
                 }
             }
             _ => {}
-        }
-        let mut body = body;
-        if let (
-            EventBody::Usage {
-                input_tokens,
-                output_tokens,
-                cache_read_tokens,
-                cache_write_tokens,
-                ..
-            },
-            Some(b),
-        ) = (&mut body, self.usage_baseline)
-        {
-            *input_tokens = input_tokens.saturating_sub(b[0]);
-            *output_tokens = output_tokens.saturating_sub(b[1]);
-            *cache_read_tokens = cache_read_tokens.saturating_sub(b[2]);
-            *cache_write_tokens = cache_write_tokens.saturating_sub(b[3]);
         }
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -580,38 +557,6 @@ async fn stop_requested(s: &Session, run: RunId) -> bool {
         .read(move |c| Ok(c.query_row("SELECT stop_requested FROM runs WHERE id = ?1", [run], |r| r.get(0))?))
         .await
         .unwrap_or(false)
-}
-
-/// The usage a provider session had reached at the end of this ticket's last run in it.
-async fn usage_before(s: &Session, ticket: TicketId, session: &str) -> Option<[u64; 4]> {
-    let session = session.to_owned();
-    let payload: Option<String> = s
-        .store
-        .read(move |c| {
-            use rusqlite::OptionalExtension;
-            Ok(c.query_row(
-                "SELECT t.payload FROM transcript t JOIN runs r ON r.id = t.run_id
-                 WHERE r.ticket_id = ?1 AND r.session_id = ?2 AND t.kind = 'usage'
-                 ORDER BY t.run_id DESC, t.seq DESC LIMIT 1",
-                rusqlite::params![ticket, session],
-                |r| r.get(0),
-            )
-            .optional()?)
-        })
-        .await
-        .ok()
-        .flatten();
-    let event: TranscriptEvent = serde_json::from_str(&payload?).ok()?;
-    match event.body {
-        EventBody::Usage {
-            input_tokens,
-            output_tokens,
-            cache_read_tokens,
-            cache_write_tokens,
-            ..
-        } => Some([input_tokens, output_tokens, cache_read_tokens, cache_write_tokens]),
-        _ => None,
-    }
 }
 
 /// Sends `ticketChanged` with the stored ticket.

@@ -12,7 +12,7 @@ use super::pass::Ended;
 use crate::planners::driver::Exit;
 use crate::planners::plan::{extract_plan, plan_markdown, strip_plan_block};
 use crate::session::Session;
-use crate::store::{questions, runs, tickets, transcript};
+use crate::store::{plans, questions, runs, tickets, transcript};
 use crate::util::now;
 
 pub(super) enum How {
@@ -199,7 +199,8 @@ pub(super) async fn record_end(
             let mut question = None;
             let status = match settle {
                 Settle::Planned { plan, update } => {
-                    tickets::set_plan(c, ticket, &plan)?;
+                    // A new version, never an overwrite: every plan a ticket was given stays.
+                    plans::record(c, ticket, Some(run), &plan)?;
                     crate::store::memory::record_suggestions(c, ticket, run, &plan.memory_suggestions)?;
                     if !update.is_empty() {
                         tickets::add_message(c, ticket, Some(run), "response", &update)?;

@@ -1,6 +1,8 @@
 //! Runs, their lifecycle events, and recovery of runs whose owner died.
 
-use planwire_protocol::{Failure, ReadonlyViolation, Run, RunId, RunStatus, SandboxState, TicketId, TicketStatus};
+use planwire_protocol::{
+    Failure, ReadonlyViolation, Run, RunId, RunStatus, RunTiming, SandboxState, TicketId, TicketStatus,
+};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::{questions, tickets, Result, StoreError};
@@ -62,7 +64,7 @@ pub struct Leftover {
 
 const SELECT: &str = "SELECT r.id, r.ticket_id, r.status, r.tool, r.model, r.variant, r.created_at, r.started_at,
     r.ended_at, r.exit_code, r.signal, r.failure_code, r.failure_message, r.session_id, r.last_seq, r.kind, p.root,
-    r.initiative, r.sandbox, r.readonly_violation_json
+    r.initiative, r.sandbox, r.readonly_violation_json, r.first_output_ms, r.first_final_ms, r.total_ms
     FROM runs r JOIN projects p ON p.id = r.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Run> {
@@ -95,6 +97,16 @@ fn from_row(r: &Row) -> rusqlite::Result<Run> {
             .get::<_, Option<String>>(19)?
             .and_then(|j| serde_json::from_str(&j).ok())
             .map(|paths| ReadonlyViolation { paths }),
+        timing: timing(r.get(20)?, r.get(21)?, r.get(22)?),
+    })
+}
+
+/// A run's timing, once its end recorded the total.
+fn timing(first_output_ms: Option<u64>, first_final_ms: Option<u64>, total_ms: Option<u64>) -> Option<RunTiming> {
+    total_ms.map(|total_ms| RunTiming {
+        first_output_ms,
+        first_final_ms,
+        total_ms,
     })
 }
 
@@ -181,11 +193,12 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
         TicketStatus::Queued | TicketStatus::Planning => TicketStatus::Draft,
         s => s,
     };
+    // The run keeps the ticket's text as it was planned: a later resumed run says what changed.
     conn.execute(
         "INSERT INTO runs (ticket_id, project_id, status, tool, model, variant, prev_ticket_status, owner_pid,
-            owner_start, heartbeat_at, retry_of, resume_of, fresh_reason, created_at)
-         VALUES (?1, (SELECT project_id FROM tickets WHERE id = ?1), 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
-            ?11, ?8)",
+            owner_start, heartbeat_at, retry_of, resume_of, fresh_reason, created_at, ticket_title, ticket_description)
+         SELECT ?1, project_id, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?8, title, description
+         FROM tickets WHERE id = ?1",
         params![
             new.ticket_id,
             new.tool,
@@ -208,6 +221,63 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
     }
     tickets::set_status(conn, new.ticket_id, TicketStatus::Queued)?;
     Ok((id, leftovers))
+}
+
+/// Refuses (busy) while the ticket has a queued or running run whose planwire process lives
+/// (a run whose owner is gone is recovered by the next plan; it does not hold the ticket).
+pub fn ensure_idle(conn: &Connection, ticket: TicketId) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT owner_pid, owner_start FROM runs WHERE ticket_id = ?1 AND status IN ('queued', 'running')",
+    )?;
+    let owners = stmt.query_map([ticket], |r| {
+        Ok((r.get::<_, Option<i32>>(0)?, r.get::<_, Option<u64>>(1)?))
+    })?;
+    for owner in owners {
+        if let (Some(pid), Some(start)) = owner? {
+            if same_process_alive(pid, start) {
+                return Err(StoreError::Busy(ticket));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Records the ticket's text a run's prompt was built from (an edit may land between the
+/// handler's read and the run's creation, which copied the ticket's text then).
+pub fn set_ticket_text(conn: &Connection, run: RunId, title: &str, description: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE runs SET ticket_title = ?2, ticket_description = ?3 WHERE id = ?1",
+        params![run, title, description],
+    )?;
+    Ok(())
+}
+
+/// Records the feedback a run was started with.
+pub fn set_feedback(conn: &Connection, run: RunId, feedback: &str) -> Result<()> {
+    conn.execute("UPDATE runs SET feedback = ?2 WHERE id = ?1", params![run, feedback])?;
+    Ok(())
+}
+
+/// The feedback a run was started with, if any.
+pub fn feedback_of(conn: &Connection, run: RunId) -> Result<Option<String>> {
+    Ok(conn
+        .query_row("SELECT feedback FROM runs WHERE id = ?1", [run], |r| r.get(0))
+        .optional()?
+        .flatten())
+}
+
+/// The ticket's title and description as the last run of a provider session was given them
+/// (unknown for runs recorded before runs kept them).
+pub fn planned_text(conn: &Connection, ticket: TicketId, session: &str) -> Result<Option<(String, String)>> {
+    Ok(conn
+        .query_row(
+            "SELECT ticket_title, ticket_description FROM runs
+             WHERE ticket_id = ?1 AND session_id = ?2 ORDER BY id DESC LIMIT 1",
+            params![ticket, session],
+            |r| Ok(r.get::<_, Option<String>>(0)?.zip(r.get::<_, Option<String>>(1)?)),
+        )
+        .optional()?
+        .flatten())
 }
 
 /// A breakdown run: it belongs to a project, not to a ticket.
@@ -367,11 +437,11 @@ pub fn recover(conn: &Connection) -> Result<Vec<Leftover>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::tickets::tests::new_ticket;
 
-    fn new_run(ticket: TicketId) -> NewRun {
+    pub(crate) fn new_run(ticket: TicketId) -> NewRun {
         NewRun {
             ticket_id: ticket,
             tool: "script".into(),
