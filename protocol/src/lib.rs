@@ -563,6 +563,10 @@ pub struct InitializationOptions {
     /// Skills added to every prompt; a project's skill of the same name replaces one of these.
     #[serde(default)]
     pub skills: Vec<Skill>,
+    /// ACP agents to plan with, as tool `acp:<name>`; a name of a preset (`opencode`, `qwen`,
+    /// `gemini`, `claude-acp`, `codex-acp`) overrides it.
+    #[serde(default)]
+    pub acp_agents: std::collections::BTreeMap<String, AcpAgentOptions>,
     /// Linked-research passes that run at the same time (default 3, at least 1).
     pub research_concurrency: Option<u32>,
     /// `"auto"` (the default): GitHub issue and pull request links in a description are read
@@ -570,6 +574,26 @@ pub struct InitializationOptions {
     pub references: Option<ReferencesMode>,
     /// The OS sandbox around planner processes: `auto` (default), `required` or `off`.
     pub sandbox: Option<SandboxMode>,
+}
+
+/// How to start an ACP agent that plans (`initializationOptions.acpAgents.<name>`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcpAgentOptions {
+    /// The program: an absolute path, or a name searched on `PATH`. Never run through a shell.
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// The id of the agent's plan or read-only mode (else found by the heuristic: a mode id
+    /// containing `plan`, a `mode` config option value containing `plan`, else read-only).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Plan even when the agent offers no plan or read-only mode (the sandbox still holds).
+    #[serde(default)]
+    pub allow_no_plan_mode: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -5,6 +5,7 @@ mod harness;
 
 mod initiative;
 
+mod acp_planner;
 mod bad_input;
 mod claude_cli;
 mod codex_cli;
@@ -15,6 +16,7 @@ mod memory;
 mod planning;
 mod questions;
 mod realcli;
+mod realcli_acp;
 mod realcli_codex;
 mod realcli_living;
 mod realcli_opencode;

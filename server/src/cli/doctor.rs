@@ -26,8 +26,19 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
     let ok = |t: &str| paint(t, Style::Green, color);
     let bad = |t: &str| paint(t, Style::Red, color);
     let db_path = args.db.path();
+    let acp_agents = match args
+        .agents
+        .options()
+        .map(serde_json::Value::Object)
+        .map(serde_json::from_value)
+    {
+        Ok(Ok(agents)) => agents,
+        Ok(Err(e)) => return super::fail(format!("--acp-agent: {e}")),
+        Err(e) => return super::fail(e),
+    };
     let options = InitializationOptions {
         db_path: Some(db_path.display().to_string()),
+        acp_agents,
         ..InitializationOptions::default()
     };
     let config = Config::from_options(&options);

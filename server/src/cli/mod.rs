@@ -1,4 +1,5 @@
-//! The terminal front: `planwire plan`, `tickets`, `show`, `export` and `doctor`.
+//! The terminal front: `planwire plan`, `tickets`, `show`, `export`, `doctor`, and `acp`
+//! (the ACP agent on stdio, `crate::acp`).
 //!
 //! `plan`, `tickets`, `show` and `export` run the server in-process ([`client::Client`]) and speak the
 //! protocol to it, so a terminal plan takes the same path as an editor's (handlers, runner,
@@ -30,6 +31,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Check the planners, the database and logging; exits non-zero when no planner is usable.
     Doctor(DoctorArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout (for Zed, JetBrains, Emacs, Neovim).
+    Acp(AcpArgs),
 }
 
 #[derive(Args)]
@@ -74,12 +77,14 @@ pub struct PlanArgs {
     /// Read the description from a file (`-` for stdin).
     #[arg(long, value_name = "F")]
     pub description_file: Option<PathBuf>,
-    /// The planner CLI; else the server's default (claude).
-    #[arg(long, value_parser = ["claude", "opencode", "codex", "script"])]
+    /// The planner: claude, opencode, codex, script, or acp:NAME (an ACP agent); else claude.
+    #[arg(long, value_name = "TOOL")]
     pub tool: Option<String>,
     /// The model passed to the planner; for `script`, the script (demo, slow, questions, fail).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
+    #[command(flatten)]
+    pub agents: AcpAgentArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -118,7 +123,53 @@ pub struct ExportArgs {
 }
 
 #[derive(Args)]
+pub struct AcpArgs {
+    /// The planner of new sessions (a session's `planner` option changes it).
+    #[arg(long, value_name = "TOOL")]
+    pub tool: Option<String>,
+    /// The model of new sessions; for `script`, the script.
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    #[command(flatten)]
+    pub agents: AcpAgentArgs,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args)]
+pub struct AcpAgentArgs {
+    /// An ACP agent to plan with, as tool `acp:NAME`: `NAME=COMMAND [ARG…]` (split on
+    /// spaces, never run through a shell). Repeatable.
+    #[arg(long = "acp-agent", value_name = "NAME=COMMAND")]
+    pub acp_agent: Vec<String>,
+}
+
+impl AcpAgentArgs {
+    /// As `initializationOptions.acpAgents`: `{name: {command, args}}`.
+    pub fn options(&self) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+        let mut agents = serde_json::Map::new();
+        for spec in &self.acp_agent {
+            let (name, command) = spec
+                .split_once('=')
+                .ok_or_else(|| format!("--acp-agent {spec:?}: expected NAME=COMMAND [ARG…]"))?;
+            let mut words = command.split_whitespace();
+            let program = words
+                .next()
+                .ok_or_else(|| format!("--acp-agent {spec:?}: the command is empty"))?;
+            let args: Vec<&str> = words.collect();
+            agents.insert(
+                name.trim().to_owned(),
+                serde_json::json!({ "command": program, "args": args }),
+            );
+        }
+        Ok(agents)
+    }
+}
+
+#[derive(Args)]
 pub struct DoctorArgs {
+    #[command(flatten)]
+    pub agents: AcpAgentArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -169,6 +220,18 @@ pub fn run(command: Command, log: LogSetting) -> i32 {
             Command::Show(args) => tickets::show(args).await,
             Command::Export(args) => tickets::export(args).await,
             Command::Doctor(args) => doctor::run(args, log).await,
+            Command::Acp(args) => match args.agents.options() {
+                Ok(acp_agents) => {
+                    let options = crate::acp::Options {
+                        db: Some(args.db.path()),
+                        tool: args.tool,
+                        model: args.model,
+                        acp_agents,
+                    };
+                    crate::acp::serve_stdio(options).await
+                }
+                Err(e) => fail(e),
+            },
         }
     });
     // A blocking read of an answer from stdin may still wait: do not wait for it.

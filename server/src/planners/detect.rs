@@ -26,7 +26,7 @@ fn minimum(tool: Tool) -> Option<(u64, u64, u64)> {
         Tool::Claude => Some((2, 0, 0)),
         Tool::OpenCode => Some((1, 0, 0)),
         Tool::Codex => Some((0, 171, 0)),
-        Tool::Script => None,
+        Tool::Script | Tool::Acp(_) => None,
     }
 }
 
@@ -156,6 +156,10 @@ pub async fn detect_all(config: &Config, store: Option<&Store>) -> Vec<PlannerIn
     let mut out = Vec::new();
     for tool in Tool::ALL {
         out.push(detect(tool, config, store).await);
+    }
+    // The configured ACP agents, and the presets found on this machine.
+    for name in super::acp::listed(config) {
+        out.push(detect(Tool::Acp(name), config, store).await);
     }
     out
 }

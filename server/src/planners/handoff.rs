@@ -26,7 +26,8 @@ pub fn prompt(plan_path: &Path, ticket: i64, version: u32) -> String {
 }
 
 /// The argv (program first) that starts `tool` interactively with `prompt`; `None` for the
-/// `script` planner, which cannot implement anything.
+/// `script` planner, which cannot implement anything, and for an ACP agent, which is a server
+/// with no interactive mode of its own (hand off to its CLI instead).
 pub fn argv(tool: Tool, program: &Path, model: Option<&str>, plan_dir: &Path, prompt: &str) -> Option<Vec<String>> {
     debug_assert!(!prompt.starts_with('-'), "a hand-off prompt starts with a fixed word");
     let mut args = vec![program.display().to_string()];
@@ -51,7 +52,7 @@ pub fn argv(tool: Tool, program: &Path, model: Option<&str>, plan_dir: &Path, pr
             }
             args.push(format!("--prompt={prompt}"));
         }
-        Tool::Script => return None,
+        Tool::Script | Tool::Acp(_) => return None,
     }
     Some(args)
 }

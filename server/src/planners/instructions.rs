@@ -24,7 +24,8 @@ fn candidates(tool: Tool) -> &'static [&'static str] {
         Tool::Claude => &["CLAUDE.md", ".claude/CLAUDE.md"],
         // OpenCode's rules: AGENTS.md, else (its Claude Code compatibility) CLAUDE.md.
         Tool::OpenCode => &["AGENTS.md", "CLAUDE.md"],
-        Tool::Codex | Tool::Script => &[],
+        // ACP agents read their project's instructions themselves.
+        Tool::Codex | Tool::Script | Tool::Acp(_) => &[],
     }
 }
 

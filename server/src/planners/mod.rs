@@ -12,6 +12,7 @@
 //! (the frame of `parse_line`, held text, subagent bookkeeping, summaries, raw lines, API
 //! error classes) is in the helpers at the end of this file.
 
+pub mod acp;
 pub mod claude;
 pub mod codex;
 pub mod detect;
@@ -118,6 +119,9 @@ pub enum Tool {
     OpenCode,
     Codex,
     Script,
+    /// An ACP agent, `acp:<name>`: a preset or a configured agent (see [`acp`]). The name is
+    /// interned, so a tool stays `Copy` and names itself with a `&'static str`.
+    Acp(acp::AcpName),
 }
 
 impl Tool {
@@ -129,7 +133,7 @@ impl Tool {
             "opencode" => Some(Tool::OpenCode),
             "codex" => Some(Tool::Codex),
             "script" => Some(Tool::Script),
-            _ => None,
+            _ => name.strip_prefix("acp:").and_then(acp::AcpName::intern).map(Tool::Acp),
         }
     }
 
@@ -139,6 +143,7 @@ impl Tool {
             Tool::OpenCode => "opencode",
             Tool::Codex => "codex",
             Tool::Script => "script",
+            Tool::Acp(name) => name.tool_name(),
         }
     }
 
@@ -149,6 +154,7 @@ impl Tool {
             Tool::OpenCode => "opencode",
             Tool::Codex => "codex",
             Tool::Script => "planwire",
+            Tool::Acp(name) => name.agent(),
         }
     }
 
@@ -159,13 +165,15 @@ impl Tool {
             Tool::OpenCode => "install OpenCode: npm install -g opencode-ai, and put ripgrep (`rg`) on PATH: its grep and glob tools need it (or set initializationOptions.planners.opencode.path)",
             Tool::Codex => "install Codex: npm install -g @openai/codex (or set initializationOptions.planners.codex.path)",
             Tool::Script => "the script planner is built in",
+            Tool::Acp(name) => name.install_hint(),
         }
     }
 
-    /// The line parser of a tool whose channel is lines on stdout (Codex's is JSON-RPC).
+    /// The line parser of a tool whose channel is lines on stdout (Codex's is JSON-RPC; an
+    /// ACP agent has its own driver and never reads lines: it gets Claude's, unused).
     pub fn parser(self) -> Box<dyn LineParser> {
         match self {
-            Tool::Claude | Tool::Script => Box::new(claude::ClaudeParser::new()),
+            Tool::Claude | Tool::Script | Tool::Acp(_) => Box::new(claude::ClaudeParser::new()),
             Tool::OpenCode => Box::new(opencode::OpenCodeParser::new()),
             Tool::Codex => unreachable!("codex app-server is JSON-RPC, not lines: codex::prepare drives it"),
         }
@@ -183,8 +191,10 @@ impl Tool {
 /// package installed next to it is used instead ([`native_binary`]); when there is none, the
 /// launcher itself.
 pub fn locate(tool: Tool, config: &Config) -> Option<PathBuf> {
-    if tool == Tool::Script {
-        return current_exe();
+    match tool {
+        Tool::Script => return current_exe(),
+        Tool::Acp(name) => return acp::locate(name, config),
+        _ => {}
     }
     let found = if let Some(p) = config.planner_paths.get(tool.name()) {
         is_executable(p).then(|| p.clone())?
@@ -336,8 +346,9 @@ fn current_exe() -> Option<PathBuf> {
 /// Prepares one pass of `tool` (found at `program`): the process to start and its driver.
 /// The prompt never passes through a shell and can never be read as a flag: it travels on
 /// stdin (or over the planner's own channel), never in argv.
-pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest) -> driver::Prepared {
+pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest, config: &Config) -> driver::Prepared {
     let (args, env, opening, interactive) = match tool {
+        Tool::Acp(name) => return acp::prepare(name, program, req, config),
         Tool::Claude => {
             // Bidirectional mode: the prompt travels on stdin, never in argv.
             let args = claude::interactive_argv(req.model.as_deref(), req.resume.as_deref());
@@ -935,7 +946,8 @@ mod tests {
             ..Default::default()
         };
         for tool in [Tool::Claude, Tool::OpenCode, Tool::Codex] {
-            let p = prepare(tool, Path::new("/bin/true"), &req);
+            let config = Config::from_options(&Default::default());
+            let p = prepare(tool, Path::new("/bin/true"), &req, &config);
             assert!(p.spawn.stdin_pipe, "{tool:?}: the prompt goes on stdin");
             assert!(!p.spawn.args.iter().any(|a| a.contains("Plan the ticket")), "{tool:?}");
             assert_eq!(p.spawn.args, p.recorded_args, "{tool:?}");

@@ -136,7 +136,7 @@ impl Run {
             read_roots: vec![pass.root.into()],
             outer_sandbox: super::sandboxed::enforced(&sandbox),
         };
-        let mut prepared = planners::prepare(self.tool, &self.program, &request);
+        let mut prepared = planners::prepare(self.tool, &self.program, &request, &self.s.config);
         prepared.spawn.env.extend(sandbox.env.iter().cloned());
         prepared.spawn.sandbox = sandbox.restriction.clone();
         let child = match supervisor::spawn(prepared.spawn).await {

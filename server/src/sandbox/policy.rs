@@ -141,6 +141,16 @@ pub fn writable(tool: Tool, scratch: &Path, env: &Env) -> Vec<Writable> {
                 "Codex's home (CODEX_HOME): sessions, state databases, logs, helper binaries",
             )
         })),
+        // An ACP agent: a preset that is a CLI planwire also drives natively writes where that
+        // one does; qwen and gemini keep their state in ~/.qwen and ~/.gemini.
+        Tool::Acp(name) => match crate::planners::acp::native_tool(name) {
+            Some(native) => return writable(native, scratch, env),
+            None => out.extend(
+                crate::planners::acp::state_dir(name)
+                    .and_then(home)
+                    .map(|p| dir(p, "the ACP agent's state: settings, sessions, logs")),
+            ),
+        },
         // planwire's own replayer writes nothing but the stdin log tests ask for.
         Tool::Script => out.extend(env.replay_stdin_log.clone().map(|path| Writable {
             path,
