@@ -14,19 +14,23 @@ use super::create_ticket::{check_branch, check_tool, locate};
 use super::{invalid_params, HandlerResult};
 use crate::runner::{notify_ticket, store_error};
 use crate::session::Session;
+use crate::store::runs;
 use crate::store::tickets::{self, Edit};
 
 pub async fn handle(s: Arc<Session>, p: UpdateTicketParams) -> HandlerResult<UpdateTicketResult> {
     let edit = edit_of(p.clone())?;
     let id = p.ticket_id;
     if let Some(Some(branch)) = &edit.branch {
-        // A branch must exist in the ticket's repository (plan checks again).
+        // A branch must exist in the ticket's repository (plan checks again). A busy ticket
+        // is refused as busy first.
         let root = s
             .store
-            .read(move |c| tickets::get(c, id))
+            .read(move |c| {
+                runs::ensure_idle(c, id)?;
+                Ok(tickets::get(c, id)?.root)
+            })
             .await
-            .map_err(store_error)?
-            .root;
+            .map_err(store_error)?;
         locate(&root, Some(branch)).await?;
     }
     let (changed, ticket) = s
