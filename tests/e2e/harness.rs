@@ -332,24 +332,18 @@ pub fn git_commit_all(dir: &std::path::Path, message: &str) {
 
 /// A git repository in `dir` whose branch `main` holds everything in it, with no user config.
 pub fn git_init_main(dir: &std::path::Path) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    git_commit_all(dir, "initial");
+}
+
+/// `git ARGS…` in `dir`, with no user config; panics when it fails.
+pub fn git(dir: &std::path::Path, args: &[&str]) {
     let ok = Command::new("git")
-        .args(["init", "-q", "-b", "main"])
+        .args(args)
         .current_dir(dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .status()
         .unwrap()
         .success();
-    assert!(ok, "git init in {}", dir.display());
-    git_commit_all(dir, "initial");
-}
-
-/// `git branch NAME` in `dir` (a branch checked out nowhere).
-pub fn git_branch(dir: &std::path::Path, name: &str) {
-    let ok = Command::new("git")
-        .args(["branch", name])
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git branch {name} in {}", dir.display());
+    assert!(ok, "git {args:?} in {}", dir.display());
 }

@@ -87,7 +87,7 @@ fn edits_are_refused_during_a_run_and_a_resumed_replan_says_what_changed() {
     fake_claude_sequence(&w, &[&first, &held, &second]);
     // The branch the ticket gets below exists, checked out nowhere.
     git_init_main(&w.path("project"));
-    git_branch(&w.path("project"), "greeting");
+    git(&w.path("project"), &["branch", "greeting"]);
     let mut s = started(&w);
     let ticket = new_ticket(&mut s, &w, "claude", None);
     assert_eq!(plan(&mut s, json!({ "ticketId": ticket })).1["planVersion"], 1);
@@ -169,7 +169,10 @@ fn edits_are_refused_during_a_run_and_a_resumed_replan_says_what_changed() {
         "{prompt}"
     );
     assert!(prompt.contains("<ticket-description>\nSay \"Hi there!\" and add a test.\n</ticket-description>"));
-    assert!(prompt.contains("git diff HEAD...greeting"), "the branch is named: {prompt}");
+    assert!(
+        prompt.contains("git diff HEAD...greeting"),
+        "the branch is named: {prompt}"
+    );
     // The first plan had the old text; a plan of an unedited ticket says it is unchanged.
     assert!(prompt_of(&w, 1).contains("<ticket-description>\nSay hi.\n</ticket-description>"));
     plan(&mut s, json!({ "ticketId": ticket }));

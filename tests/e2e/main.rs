@@ -8,6 +8,7 @@ mod initiative;
 mod bad_input;
 mod claude_cli;
 mod codex_cli;
+mod context;
 mod deltas;
 mod lifecycle;
 mod living;

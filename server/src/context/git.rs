@@ -175,7 +175,10 @@ mod tests {
         );
         let root = repo.join("pkg/app");
         let want = dir.path().join("wt/pkg/app").canonicalize().unwrap();
-        assert_eq!(locate_branch(&root, "feature").await.unwrap(), BranchPlace::Worktree(want));
+        assert_eq!(
+            locate_branch(&root, "feature").await.unwrap(),
+            BranchPlace::Worktree(want)
+        );
         // A worktree without the root's directory is a clear error.
         sh(&repo, "git worktree add -q ../wt2 only-top && rm -r ../wt2/pkg");
         let e = locate_branch(&root, "only-top").await.unwrap_err();

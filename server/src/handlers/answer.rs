@@ -182,12 +182,7 @@ async fn resume_with_answers(s: &Arc<Session>, q: &Question, p: AnswerParams) ->
 /// The run that takes the answers: it resumes the ticket's session when its authority holds
 /// (`authority.rs`), in the ticket's branch's directory, else starts fresh with the answers in
 /// the ticket's text.
-async fn answers_spec(
-    s: &Session,
-    ticket: &Ticket,
-    run: &Run,
-    pairs: &[(String, String)],
-) -> HandlerResult<RunSpec> {
+async fn answers_spec(s: &Session, ticket: &Ticket, run: &Run, pairs: &[(String, String)]) -> HandlerResult<RunSpec> {
     let tool = check_tool(&run.tool)?;
     let workdir = locate(&ticket.root, ticket.branch.as_deref()).await?;
     let (resume, fresh_reason) = match authority::check(s, ticket, tool, run.model.as_deref(), &workdir).await? {

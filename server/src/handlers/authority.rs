@@ -84,10 +84,7 @@ pub fn changed(session_tool: &str, origin: Option<&SessionOrigin>, root: &str, n
         return Some(format!("the ticket's planner changed from {session_tool} to {tool}"));
     }
     let origin = origin?;
-    if let (Some(old), Some(now)) = (
-        origin.model.as_deref().and_then(provider),
-        new.model.and_then(provider),
-    ) {
+    if let (Some(old), Some(now)) = (origin.model.as_deref().and_then(provider), new.model.and_then(provider)) {
         if old != now {
             return Some(format!("the model provider changed from {old} to {now}"));
         }
@@ -112,10 +109,7 @@ pub fn changed(session_tool: &str, origin: Option<&SessionOrigin>, root: &str, n
 
 /// The provider a model names before its `/` (`openai` of `openai/gpt-5`).
 fn provider(model: &str) -> Option<&str> {
-    model
-        .split_once('/')
-        .map(|(p, _)| p.trim())
-        .filter(|p| !p.is_empty())
+    model.split_once('/').map(|(p, _)| p.trim()).filter(|p| !p.is_empty())
 }
 
 #[cfg(test)]
@@ -146,7 +140,15 @@ mod tests {
         assert_eq!(changed("opencode", Some(&o), "/p", &same), None);
         // A model without a provider, or an unknown version, cannot tell a change.
         let o = origin(Some("sonnet"), None, None);
-        assert_eq!(changed("opencode", Some(&o), "/p", &new(Some("openai/gpt-5"), Some("2.0"), "/p")), None);
+        assert_eq!(
+            changed(
+                "opencode",
+                Some(&o),
+                "/p",
+                &new(Some("openai/gpt-5"), Some("2.0"), "/p")
+            ),
+            None
+        );
         assert_eq!(changed("opencode", None, "/p", &new(None, None, "/elsewhere")), None);
     }
 
@@ -154,10 +156,26 @@ mod tests {
     fn each_change_is_named() {
         let o = origin(Some("anthropic/claude-sonnet-4"), Some("1.18.33"), Some("/p"));
         let cases = [
-            ("claude", new(Some("anthropic/x"), Some("1.18.33"), "/p"), "the ticket's planner changed from claude to opencode"),
-            ("opencode", new(Some("openai/gpt-5"), Some("1.18.33"), "/p"), "the model provider changed from anthropic to openai"),
-            ("opencode", new(Some("anthropic/x"), Some("opencode 2.0.1"), "/p"), "opencode's major version changed from 1 to 2"),
-            ("opencode", new(Some("anthropic/x"), Some("1.18.33"), "/p-wt"), "the planning directory changed from /p to /p-wt (the ticket's branch)"),
+            (
+                "claude",
+                new(Some("anthropic/x"), Some("1.18.33"), "/p"),
+                "the ticket's planner changed from claude to opencode",
+            ),
+            (
+                "opencode",
+                new(Some("openai/gpt-5"), Some("1.18.33"), "/p"),
+                "the model provider changed from anthropic to openai",
+            ),
+            (
+                "opencode",
+                new(Some("anthropic/x"), Some("opencode 2.0.1"), "/p"),
+                "opencode's major version changed from 1 to 2",
+            ),
+            (
+                "opencode",
+                new(Some("anthropic/x"), Some("1.18.33"), "/p-wt"),
+                "the planning directory changed from /p to /p-wt (the ticket's branch)",
+            ),
         ];
         for (tool, run, want) in cases {
             assert_eq!(changed(tool, Some(&o), "/p", &run).as_deref(), Some(want));

@@ -717,7 +717,10 @@ mod tests {
     #[test]
     fn every_plan_prompt_keeps_the_links_the_user_gave() {
         let rule = keep_links("the plan's description");
-        assert!(rule.contains("verbatim") && rule.contains("\"## References\""), "{rule}");
+        assert!(
+            rule.contains("verbatim") && rule.contains("\"## References\""),
+            "{rule}"
+        );
         assert_eq!(rule.matches(". ").count(), 0, "one sentence: {rule}");
         for p in [
             plan_prompt("t", "See https://example.com/spec", &none()),

@@ -328,7 +328,17 @@ pub fn create_breakdown(
         "INSERT INTO runs (ticket_id, project_id, kind, initiative, status, tool, model, variant, prev_ticket_status,
             owner_pid, owner_start, heartbeat_at, created_at, cwd)
          VALUES (NULL, ?1, 'breakdown', ?8, 'queued', ?2, ?3, ?4, 'draft', ?5, ?6, ?7, ?7, ?9)",
-        params![project, tool, model, variant, owner.pid, owner.start, now(), initiative, root],
+        params![
+            project,
+            tool,
+            model,
+            variant,
+            owner.pid,
+            owner.start,
+            now(),
+            initiative,
+            root
+        ],
     )?;
     let id = conn.last_insert_rowid();
     log_event(conn, id, "created", None)?;
