@@ -19,7 +19,7 @@ fn started(w: &World, options: Value) -> Server {
 
 /// The project as a git repository on `main`, with `feature` checked out in a second
 /// worktree and `idle` checked out nowhere. Returns the worktree's canonical path.
-fn repo_with_worktree(w: &World) -> String {
+pub(crate) fn repo_with_worktree(w: &World) -> String {
     let project = w.path("project");
     git_init_main(&project);
     git(&project, &["worktree", "add", "-q", "../wt-feature", "-b", "feature"]);
@@ -245,7 +245,7 @@ fn a_new_major_version_of_the_cli_starts_fresh() {
 }
 
 /// Project settings and a memory entry for the world's project.
-fn set_guidance(s: &mut Server, w: &World) {
+pub(crate) fn set_guidance(s: &mut Server, w: &World) {
     s.ok(
         "planwire/setProjectSettings",
         json!({ "root": w.root(), "outputLanguage": "German", "extraInstructions": "Mention the migration.",

@@ -17,6 +17,7 @@ mod planning;
 mod questions;
 mod realcli;
 mod realcli_codex;
+mod realcli_context;
 mod realcli_living;
 mod realcli_opencode;
 mod realcli_sandbox;
