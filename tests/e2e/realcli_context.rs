@@ -346,8 +346,13 @@ fn realcli_claude_research_passes_run_at_the_same_time_with_the_settings() {
         r["path"].as_str().unwrap_or("").starts_with("/v1/messages") && (r["turn"] == json!(1) || r["turn"] == json!(2))
     });
     let released = seq_of(&|r| r["event"] == "released");
-    assert_eq!((asked.len(), released.len()), (2, 2), "{log:?}");
-    assert!(!log.iter().any(|r| r["event"] == "hold timed out"), "{log:?}");
+    // The log in short: seq, path or event, turn.
+    let summary: Vec<String> = log
+        .iter()
+        .map(|r| format!("{} {} {}", r["seq"], r.get("path").unwrap_or(&r["event"]), r["turn"]))
+        .collect();
+    assert_eq!((asked.len(), released.len()), (2, 2), "{summary:?}");
+    assert!(!log.iter().any(|r| r["event"] == "hold timed out"), "{summary:?}");
     let last_asked = asked.iter().map(|(seq, _)| *seq).max().unwrap();
     let first_answer = released.iter().map(|(seq, _)| *seq).min().unwrap();
     assert!(
