@@ -191,6 +191,10 @@ pub struct Run {
     pub kind: String,
     /// The project root the run planned in.
     pub root: String,
+    /// The directory the run's planner ran in: the root, or the git worktree where the
+    /// ticket's branch is checked out. Null for runs recorded before planwire kept it.
+    #[serde(default)]
+    pub cwd: Option<String>,
     /// A breakdown's initiative, in the person's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initiative: Option<String>,

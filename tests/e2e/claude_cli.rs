@@ -23,6 +23,8 @@ mkdir -p "$d"
 # Passes may start at the same time (research): count under a lock.
 n=$(flock "$d/claude-count.lock" sh -c 'n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$1"; echo $n' - "$d/claude-count")
 pwd > "$d/claude-cwd.$n"
+# PWD as planwire passed it (the shell may have fixed its own copy since).
+tr '\0' '\n' < /proc/$$/environ | sed -n 's/^PWD=//p' > "$d/claude-pwd.$n"
 python3 -c 'import json,sys; json.dump(sys.argv[2:], open(sys.argv[1], "w"))' "$d/claude-argv.$n.json" "$@"
 # A script named for the working directory wins over the sequence.
 s=$(cat "{world}/claude-script.$(basename "$PWD")" 2>/dev/null)
@@ -48,6 +50,14 @@ fn fake_claude(w: &World, script: &str) {
 /// The working directory of invocation `n` (from 1).
 pub fn cwd_of(w: &World, n: usize) -> String {
     std::fs::read_to_string(record_dir(w).join(format!("claude-cwd.{n}")))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// The `PWD` planwire gave invocation `n` (from 1).
+pub fn pwd_of(w: &World, n: usize) -> String {
+    std::fs::read_to_string(record_dir(w).join(format!("claude-pwd.{n}")))
         .unwrap()
         .trim()
         .to_owned()
@@ -102,7 +112,7 @@ pub fn prompt_of(w: &World, n: usize) -> String {
     user["message"]["content"][0]["text"].as_str().unwrap().to_owned()
 }
 
-fn invocations(w: &World) -> usize {
+pub fn invocations(w: &World) -> usize {
     std::fs::read_to_string(record_dir(w).join("claude-count"))
         .map(|s| s.trim().parse().unwrap())
         .unwrap_or(0)

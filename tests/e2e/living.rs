@@ -85,6 +85,9 @@ fn edits_are_refused_during_a_run_and_a_resumed_replan_says_what_changed() {
     let held = plan_script(&w, "held.jsonl", "Held plan", true);
     let second = plan_script(&w, "second.jsonl", "Second plan", false);
     fake_claude_sequence(&w, &[&first, &held, &second]);
+    // The branch the ticket gets below exists, checked out nowhere.
+    git_init_main(&w.path("project"));
+    git(&w.path("project"), &["branch", "greeting"]);
     let mut s = started(&w);
     let ticket = new_ticket(&mut s, &w, "claude", None);
     assert_eq!(plan(&mut s, json!({ "ticketId": ticket })).1["planVersion"], 1);
@@ -166,6 +169,10 @@ fn edits_are_refused_during_a_run_and_a_resumed_replan_says_what_changed() {
         "{prompt}"
     );
     assert!(prompt.contains("<ticket-description>\nSay \"Hi there!\" and add a test.\n</ticket-description>"));
+    assert!(
+        prompt.contains("git diff HEAD...greeting"),
+        "the branch is named: {prompt}"
+    );
     // The first plan had the old text; a plan of an unedited ticket says it is unchanged.
     assert!(prompt_of(&w, 1).contains("<ticket-description>\nSay hi.\n</ticket-description>"));
     plan(&mut s, json!({ "ticketId": ticket }));
@@ -179,6 +186,8 @@ fn edits_are_refused_during_a_run_and_a_resumed_replan_says_what_changed() {
 #[test]
 fn edit_params_are_checked_and_a_no_op_changes_nothing() {
     let w = World::new();
+    // A branch must exist in the root's repository.
+    git_init_main(&w.path("project"));
     let mut s = started(&w);
     let t = s.ok(
         "planwire/createTicket",
@@ -206,6 +215,9 @@ fn edit_params_are_checked_and_a_no_op_changes_nothing() {
     }
     let e = s.err("planwire/updateTicket", json!({ "ticketId": 999, "title": "x" }));
     assert_eq!(e["code"], -32011);
+    let e = s.err("planwire/updateTicket", json!({ "ticketId": ticket, "branch": "nope" }));
+    assert_eq!(e["code"], -32013);
+    assert!(e["message"].as_str().unwrap().contains("nope"), "{e}");
     let e = s.err(
         "planwire/createTicket",
         json!({ "root": w.root(), "title": "T", "description": "", "branch": "--force" }),

@@ -59,7 +59,7 @@ impl Drop for Session {
 }
 
 /// The model requests of the mock's log (not Claude's `HEAD /` probes).
-fn model_requests(mock: &Mock) -> Vec<Value> {
+pub(crate) fn model_requests(mock: &Mock) -> Vec<Value> {
     mock.requests()
         .into_iter()
         .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/messages"))
@@ -67,7 +67,7 @@ fn model_requests(mock: &Mock) -> Vec<Value> {
 }
 
 /// The text of a message's content (a string, or its text and tool-result blocks).
-fn content_text(message: &Value) -> String {
+pub(crate) fn content_text(message: &Value) -> String {
     match &message["content"] {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => blocks

@@ -8,10 +8,10 @@ use serde_json::{json, Value};
 use crate::claude_cli::{fake_claude_sequence, prompt_of};
 use crate::harness::*;
 
-const ISSUE: &str = "https://github.com/acme/demo-project/issues/42";
+pub(crate) const ISSUE: &str = "https://github.com/acme/demo-project/issues/42";
 
 /// A fake gh: records its argv, then prints `stdout` (or fails with `stderr`).
-fn fake_gh(w: &World, output: Result<&str, &str>) {
+pub(crate) fn fake_gh(w: &World, output: Result<&str, &str>) {
     let d = w.dir.path().display();
     let (out, code) = match output {
         Ok(json) => (format!("cat <<'JSON'\n{json}\nJSON"), 0),

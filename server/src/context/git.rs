@@ -2,8 +2,9 @@
 //! runs there), present but checked out nowhere (the plan runs in the root and the prompt
 //! names the branch), or missing (a clear error before any planner runs).
 //!
-//! Read only: planwire runs `git worktree list --porcelain` and `git rev-parse --verify`, and
-//! never checks out, creates or changes anything in git. A branch name that git would not
+//! Read only: planwire runs `git worktree list --porcelain` and `git rev-parse`, and never
+//! checks out, creates or changes anything in git. A root below its repository's top (a
+//! package of a monorepo) plans in the same subdirectory of the branch's worktree. A branch name that git would not
 //! accept (or that could be read as a flag) is refused before git sees it.
 
 use std::path::{Path, PathBuf};
@@ -28,8 +29,8 @@ pub async fn locate_branch(root: &Path, branch: &str) -> Result<BranchPlace, Str
     let list = git(root, &["worktree", "list", "--porcelain"])
         .await
         .map_err(|e| format!("the branch {branch} cannot be looked up: {e}"))?;
-    if let Some(path) = worktree_of(&list, branch) {
-        return Ok(BranchPlace::Worktree(path));
+    if let Some(top) = worktree_of(&list, branch) {
+        return in_worktree(root, &top, branch).await.map(BranchPlace::Worktree);
     }
     let local = format!("refs/heads/{branch}");
     if git(root, &["rev-parse", "--verify", "--quiet", &local]).await.is_ok() {
@@ -39,6 +40,22 @@ pub async fn locate_branch(root: &Path, branch: &str) -> Result<BranchPlace, Str
         "the branch {branch} does not exist in the repository of {}",
         root.display()
     ))
+}
+
+/// The directory of `top` (a worktree) that corresponds to `root`: the same subdirectory of
+/// the repository, canonical.
+async fn in_worktree(root: &Path, top: &Path, branch: &str) -> Result<PathBuf, String> {
+    let prefix = git(root, &["rev-parse", "--show-prefix"])
+        .await
+        .map_err(|e| format!("the branch {branch} cannot be looked up: {e}"))?;
+    let dir = top.join(prefix.trim());
+    std::fs::canonicalize(&dir).map_err(|e| {
+        format!(
+            "the branch {branch} is checked out in {}, but {} is not available there: {e}",
+            top.display(),
+            dir.display()
+        )
+    })
 }
 
 /// The worktree whose checked-out branch is `branch`, from `git worktree list --porcelain`.
@@ -144,6 +161,28 @@ mod tests {
         );
         let flag = locate_branch(&root, "--output=/tmp/x").await.unwrap_err();
         assert!(flag.contains("not a valid branch name"), "{flag}");
+    }
+
+    #[tokio::test]
+    async fn a_root_below_the_top_plans_in_the_same_subdirectory_of_the_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join("pkg/app")).unwrap();
+        sh(
+            &repo,
+            "git init -q -b main . && echo a > pkg/app/a && git add -A && git commit -qm a \
+             && git branch only-top && git worktree add -q ../wt -b feature",
+        );
+        let root = repo.join("pkg/app");
+        let want = dir.path().join("wt/pkg/app").canonicalize().unwrap();
+        assert_eq!(
+            locate_branch(&root, "feature").await.unwrap(),
+            BranchPlace::Worktree(want)
+        );
+        // A worktree without the root's directory is a clear error.
+        sh(&repo, "git worktree add -q ../wt2 only-top && rm -r ../wt2/pkg");
+        let e = locate_branch(&root, "only-top").await.unwrap_err();
+        assert!(e.contains("only-top") && e.contains("not available there"), "{e}");
     }
 
     #[test]

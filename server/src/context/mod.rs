@@ -1,11 +1,51 @@
 //! Planning context: what a plan sees beyond the ticket's own words. Today that is the
 //! GitHub issues and pull requests its description links (read with the user's `gh`), and
-//! where the ticket's branch is checked out.
+//! where the ticket's branch is checked out ([`workdir`]: the directory every pass of its
+//! plan runs in).
 
 pub mod git;
 pub mod github;
 
 use std::path::Path;
+
+/// Where a ticket's plan runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workdir {
+    /// The directory every pass of the plan runs in (cwd and `PWD`): the root, or the
+    /// worktree where the ticket's branch is checked out. Canonical.
+    pub dir: String,
+    /// The ticket's branch when it exists but is checked out nowhere: the plan runs in the
+    /// root, and the prompt names the branch.
+    pub unchecked_branch: Option<String>,
+}
+
+impl Workdir {
+    /// Planning in the root itself (no branch).
+    pub fn root(root: &str) -> Workdir {
+        Workdir {
+            dir: root.to_owned(),
+            unchecked_branch: None,
+        }
+    }
+}
+
+/// Where a plan of a ticket of `root` (canonical) on `branch` runs; `Err` names the branch
+/// and why it cannot be planned on (it does not exist, `root` is not in a git repository).
+pub async fn workdir(root: &str, branch: Option<&str>) -> Result<Workdir, String> {
+    let Some(branch) = branch else {
+        return Ok(Workdir::root(root));
+    };
+    Ok(match git::locate_branch(Path::new(root), branch).await? {
+        git::BranchPlace::Worktree(dir) => Workdir {
+            dir: dir.display().to_string(),
+            unchecked_branch: None,
+        },
+        git::BranchPlace::NotCheckedOut => Workdir {
+            dir: root.to_owned(),
+            unchecked_branch: Some(branch.to_owned()),
+        },
+    })
+}
 
 /// Why the references of a ticket could not be read: the run fails before any planner starts.
 #[derive(Debug, Clone, PartialEq)]

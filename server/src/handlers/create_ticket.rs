@@ -1,4 +1,6 @@
-//! `planwire/createTicket`: a draft ticket in an existing directory.
+//! `planwire/createTicket`: a draft ticket in an existing directory. A `branch` must exist
+//! in the root's git repository (-32013 otherwise); [`locate`] also tells `planwire/plan`
+//! and `planwire/handoff` where the ticket's branch is checked out.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -6,6 +8,7 @@ use std::sync::Arc;
 use planwire_protocol::{CreateTicketParams, ErrorCode, Ticket};
 
 use super::{invalid_params, HandlerResult};
+use crate::context::Workdir;
 use crate::planners::Tool;
 use crate::runner::store_error;
 use crate::session::Session;
@@ -27,6 +30,7 @@ pub async fn create(s: &Session, p: CreateTicketParams) -> HandlerResult<Ticket>
     let tool = p.tool.clone().unwrap_or_else(|| s.config.default_tool.clone());
     check_tool(&tool)?;
     let branch = check_branch(p.branch.as_deref())?;
+    locate(&root, branch.as_deref()).await?;
     let new = NewTicket {
         root,
         title: p.title.trim().to_owned(),
@@ -76,6 +80,15 @@ pub fn check_tool(tool: &str) -> HandlerResult<Tool> {
             known.join(", ")
         ))
     })
+}
+
+/// Where a ticket of `root` on `branch` is planned (the root, or the branch's worktree);
+/// -32013 `projectUnavailable`, naming the branch, when it does not exist or cannot be looked
+/// up. planwire only reads git.
+pub async fn locate(root: &str, branch: Option<&str>) -> HandlerResult<Workdir> {
+    crate::context::workdir(root, branch)
+        .await
+        .map_err(|m| ResponseError::new(ErrorCode::ProjectUnavailable, m))
 }
 
 /// A branch name as stored: trimmed, `None` when empty. It will name a git branch, so it may

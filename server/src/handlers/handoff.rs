@@ -1,5 +1,6 @@
 //! `planwire/handoff`: the command that starts an implementation CLI in its normal
-//! interactive mode in the ticket's root, with the plan as its first prompt.
+//! interactive mode in the ticket's root (or the worktree where the ticket's branch is
+//! checked out), with the plan as its first prompt.
 //!
 //! The plan is written first to a private file (mode 0600, in a fresh directory of mode
 //! 0700 under the temp directory) and the prompt names it, so the command line stays short
@@ -15,7 +16,7 @@ use std::sync::Arc;
 
 use planwire_protocol::{ErrorCode, HandoffParams, HandoffResult};
 
-use super::create_ticket::check_tool;
+use super::create_ticket::{check_tool, locate};
 use super::export_plan::{document, ticket_and_plan};
 use super::{invalid_params, HandlerResult};
 use crate::planners::{self, handoff, Tool};
@@ -40,6 +41,8 @@ pub async fn handle(s: Arc<Session>, p: HandoffParams) -> HandlerResult<HandoffR
         let m = format!("the project root {} is not an existing directory", ticket.root);
         return Err(ResponseError::new(ErrorCode::ProjectUnavailable, m));
     }
+    // The implementer works where the branch is checked out, as the plan did.
+    let workdir = locate(&ticket.root, ticket.branch.as_deref()).await?;
     // The ticket's model belongs to the ticket's CLI; another CLI gets its own default.
     let model = p
         .model
@@ -60,7 +63,7 @@ pub async fn handle(s: Arc<Session>, p: HandoffParams) -> HandlerResult<HandoffR
     notify_ticket(&s, id).await;
     Ok(HandoffResult {
         argv,
-        cwd: ticket.root,
+        cwd: workdir.dir,
         plan_path: plan_path.display().to_string(),
         version: version.version,
     })

@@ -6,6 +6,7 @@
 //! up the rest, and `$/cancelRequest` can abort it.
 
 mod answer;
+mod authority;
 mod breakdown;
 pub(crate) mod create_ticket;
 mod delete_ticket;

@@ -1,7 +1,9 @@
 //! `planwire/plan`: start planning a ticket (creating it first when given root, title and
-//! description). A ticket planned before resumes its provider session unless `fresh`, and
-//! the resumed prompt says what the user edited since; `retryOf` re-runs exactly that run's
-//! tool, model, variant, prompt settings and feedback.
+//! description). A ticket planned before resumes its provider session unless `fresh` or the
+//! session's authority does not hold (`authority.rs`), and the resumed prompt says what the
+//! user edited since; `retryOf` re-runs exactly that run's tool, model, variant, prompt
+//! settings and feedback. The ticket's branch decides where the plan runs: its worktree, or
+//! the root with the branch named in the prompt; a missing branch is -32013 before any run.
 //!
 //! `feedback` requests changes: the resumed session gets it as the user's next message. With
 //! no session to resume (another CLI, none yet), a fresh run gets the previous plan and the
@@ -12,7 +14,8 @@ use std::sync::Arc;
 
 use planwire_protocol::{CreateTicketParams, PlanParams, PlanResult, RunId, Ticket};
 
-use super::create_ticket::{check_tool, create};
+use super::authority::{self, Resume};
+use super::create_ticket::{check_tool, create, locate};
 use super::{invalid_params, settings, HandlerResult};
 use crate::planners::plan::plan_markdown;
 use crate::planners::prompt::{self, PromptSettings, TicketSince};
@@ -138,22 +141,12 @@ async fn run_spec(
         ),
     };
     let tool = check_tool(&tool)?;
-    let id = ticket.id;
-    let session = s
-        .store
-        .read(move |c| tickets::session(c, id))
-        .await
-        .map_err(store_error)?;
-    let (resume, fresh_reason) = match session {
+    let workdir = locate(&ticket.root, ticket.branch.as_deref()).await?;
+    let authority = authority::check(s, ticket, tool, model.as_deref(), &workdir).await?;
+    let (resume, fresh_reason) = match authority {
         _ if p.fresh => (None, Some("a fresh plan was asked for".to_owned())),
-        Some((session_tool, _)) if session_tool != tool.name() => (
-            None,
-            Some(format!(
-                "the ticket's planner changed from {session_tool} to {}",
-                tool.name()
-            )),
-        ),
-        Some((_, session_id)) if ticket.plan.is_some() => (Some(session_id), None),
+        Resume::Fresh(reason) => (None, Some(reason)),
+        Resume::Session(session_id) if ticket.plan.is_some() => (Some(session_id), None),
         // Changes asked of a plan no session holds: the plan goes into a fresh prompt.
         _ if feedback.is_some() => (None, Some("no provider session to resume".to_owned())),
         _ => (None, None),
@@ -191,6 +184,8 @@ async fn run_spec(
         retry_of: p.retry_of,
         fresh_reason,
         supersede_questions: true,
+        workdir,
+        settings: used.clone(),
     };
     Ok((spec, used))
 }

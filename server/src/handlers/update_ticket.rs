@@ -1,4 +1,5 @@
-//! `planwire/updateTicket`: edit a ticket's title, description, planner or branch.
+//! `planwire/updateTicket`: edit a ticket's title, description, planner or branch (which must
+//! exist in the ticket's repository).
 //!
 //! Whether the ticket is busy is decided in the same transaction as the edit, so an edit
 //! never lands while a run plans the old text, and a refused edit changes nothing. The edit
@@ -9,15 +10,29 @@ use std::sync::Arc;
 
 use planwire_protocol::{UpdateTicketParams, UpdateTicketResult};
 
-use super::create_ticket::{check_branch, check_tool};
+use super::create_ticket::{check_branch, check_tool, locate};
 use super::{invalid_params, HandlerResult};
 use crate::runner::{notify_ticket, store_error};
 use crate::session::Session;
+use crate::store::runs;
 use crate::store::tickets::{self, Edit};
 
 pub async fn handle(s: Arc<Session>, p: UpdateTicketParams) -> HandlerResult<UpdateTicketResult> {
     let edit = edit_of(p.clone())?;
     let id = p.ticket_id;
+    if let Some(Some(branch)) = &edit.branch {
+        // A branch must exist in the ticket's repository (plan checks again). A busy ticket
+        // is refused as busy first.
+        let root = s
+            .store
+            .read(move |c| {
+                runs::ensure_idle(c, id)?;
+                Ok(tickets::get(c, id)?.root)
+            })
+            .await
+            .map_err(store_error)?;
+        locate(&root, Some(branch)).await?;
+    }
     let (changed, ticket) = s
         .store
         .write(move |c| Ok((tickets::update(c, id, &edit)?, tickets::get(c, id)?)))

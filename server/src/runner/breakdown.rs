@@ -12,16 +12,23 @@ use planwire_protocol::{BreakdownParams, ErrorKind, EventBody, Failure, RunId, R
 use super::outcome::{decide, failed_ending, Facts, How};
 use super::pass::{Ended as PassEnded, PassId, PassSpec};
 use super::{close, notify_changed, notify_ticket, planner_program, store_error, Run, RunSpec};
+use crate::context::Workdir;
 use crate::handlers::create_ticket::{check_root, check_tool};
 use crate::planners::initiative::{
     expansion_prompt, outline_prompt, parse_expansion, parse_outline, repair_prompt, validate_graph, OutlineTicket,
 };
+use crate::planners::prompt::PromptSettings;
 use crate::session::Session;
 use crate::store::tickets::NewTicket;
 use crate::store::{links, runs, tickets, transcript};
 use crate::transport::ResponseError;
 
-pub(crate) async fn start_breakdown(s: &Arc<Session>, p: BreakdownParams) -> Result<RunId, ResponseError> {
+/// Starts a breakdown of `p.root` with the project's prompt `settings` (the handler reads them).
+pub(crate) async fn start_breakdown(
+    s: &Arc<Session>,
+    p: BreakdownParams,
+    settings: PromptSettings,
+) -> Result<RunId, ResponseError> {
     let root = check_root(&p.root)?;
     let tool = check_tool(p.tool.as_deref().unwrap_or(&s.config.default_tool))?;
     let program = planner_program(s, tool, p.model.as_deref())?;
@@ -35,6 +42,8 @@ pub(crate) async fn start_breakdown(s: &Arc<Session>, p: BreakdownParams) -> Res
         fresh_reason: None,
         fresh_prompt: None,
         supersede_questions: false,
+        workdir: Workdir::root(&root),
+        settings,
     };
     let (owner, r, m, v, initiative) = (
         s.owner,
@@ -52,7 +61,7 @@ pub(crate) async fn start_breakdown(s: &Arc<Session>, p: BreakdownParams) -> Res
         .await
         .map_err(store_error)?;
     let mut run = Run::new(s, run_id, None, &root, "Breakdown", &spec, program);
-    let outline = outline_prompt(&p.description, None);
+    let outline = outline_prompt(&p.description, None, &spec.settings);
     let first = if links.is_empty() {
         PassSpec {
             root: &root,
@@ -62,7 +71,7 @@ pub(crate) async fn start_breakdown(s: &Arc<Session>, p: BreakdownParams) -> Res
             sets_session: false,
         }
     } else {
-        PassSpec::selection(&root, &p.description, &links)
+        PassSpec::selection(&root, &p.description, &links, &spec.settings)
     };
     let first = run.begin(first).await?;
     let job = Job {
@@ -101,7 +110,7 @@ impl Run {
                 Ok(c) => c,
                 Err(ended) => return self.pass_failed(ended).await,
             };
-            let prompt = outline_prompt(&job.description, context.as_deref());
+            let prompt = outline_prompt(&job.description, context.as_deref(), &self.settings);
             let spec = PassSpec {
                 root: &root,
                 prompt: prompt.into(),
@@ -126,7 +135,7 @@ impl Run {
             // One follow-up in the same session, naming the problem.
             let spec = PassSpec {
                 root: &root,
-                prompt: repair_prompt(problem).into(),
+                prompt: repair_prompt(problem, &self.settings).into(),
                 resume: session.as_deref(),
                 label: Some("Outline repair".into()),
                 sets_session: false,
@@ -154,7 +163,7 @@ impl Run {
         };
         let spec = PassSpec {
             root: &root,
-            prompt: expansion_prompt().into(),
+            prompt: expansion_prompt(&self.settings).into(),
             resume: session.as_deref(),
             label: Some("Expansion".into()),
             sets_session: false,

@@ -35,7 +35,9 @@ use planwire_protocol::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+use crate::context::Workdir;
 use crate::planners::driver::{AskId, Report};
+use crate::planners::prompt::{branch_note, PromptSettings};
 use crate::planners::{self, script, Tool};
 use crate::progress::Progress;
 use crate::session::{LiveAnswer, RunHandle, Session};
@@ -66,6 +68,12 @@ pub struct RunSpec {
     pub fresh_prompt: Option<String>,
     /// Set by `planwire/plan`: a new plan supersedes unanswered questions (an answer does not).
     pub supersede_questions: bool,
+    /// Where every pass of the plan runs (the ticket's branch, resolved before the run is
+    /// created), recorded on the run.
+    pub workdir: Workdir,
+    /// The project's prompt settings: the handler built the plan prompt with them, and the
+    /// research selection and research passes carry them too.
+    pub settings: PromptSettings,
 }
 
 pub fn store_error(e: StoreError) -> ResponseError {
@@ -147,6 +155,7 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
         resume_of: spec.resume.clone(),
         fresh_reason: spec.fresh_reason.clone(),
         supersede_questions: spec.supersede_questions,
+        cwd: spec.workdir.dir.clone(),
     };
     let owner = s.owner;
     let (run_id, leftovers) = s
@@ -165,7 +174,9 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
         .read(move |c| links::list(c, &root))
         .await
         .map_err(store_error)?;
-    let mut run = Run::new(s, run_id, Some(ticket.id), &ticket.root, &ticket.title, &spec, program);
+    // Every pass of the plan runs in its directory: the root, or the branch's worktree.
+    let dir = spec.workdir.dir.clone();
+    let mut run = Run::new(s, run_id, Some(ticket.id), &dir, &ticket.title, &spec, program);
     if let (Some(session), Some(prompt)) = (&spec.resume, &spec.fresh_prompt) {
         let fresh = RunSpec {
             tool,
@@ -177,10 +188,19 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
             fresh_reason: Some(format!("{} no longer knows session {session}", tool.name())),
             fresh_prompt: None,
             supersede_questions: false,
+            workdir: spec.workdir.clone(),
+            settings: spec.settings.clone(),
         };
         run.fallback = Some((ticket.clone(), fresh));
     }
     let mut spec = spec;
+    if let Some(branch) = &spec.workdir.unchecked_branch {
+        // The plan runs in the root: the prompt names the branch, read through git.
+        let note = branch_note(branch);
+        for prompt in std::iter::once(&mut spec.prompt).chain(spec.fresh_prompt.as_mut()) {
+            prompt.push_str(&note);
+        }
+    }
     if s.config.references {
         let text = format!("{}\n{}", ticket.title, ticket.description);
         match crate::context::references(&text, std::path::Path::new(&ticket.root)).await {
@@ -201,9 +221,9 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
     let task = format!("Title: {}\n\n{}", ticket.title, ticket.description);
     // With linked projects the first pass chooses what to research; else it is the plan.
     let first = if links.is_empty() {
-        PassSpec::main(&ticket.root, &spec.prompt, spec.resume.as_deref())
+        PassSpec::main(&dir, &spec.prompt, spec.resume.as_deref())
     } else {
-        PassSpec::selection(&ticket.root, &task, &links)
+        PassSpec::selection(&dir, &task, &links, &spec.settings)
     };
     let first = run.begin(first).await?;
     let job = research::PlanJob {
@@ -215,7 +235,7 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
     Ok(run_id)
 }
 
-fn cached_version(s: &Session, tool: Tool) -> Option<String> {
+pub(crate) fn cached_version(s: &Session, tool: Tool) -> Option<String> {
     let planners = s.planners.lock().expect("planners");
     planners
         .iter()
@@ -235,8 +255,12 @@ pub(crate) struct Run {
     s: Arc<Session>,
     run_id: RunId,
     ticket_id: Option<TicketId>,
+    /// The directory the run's own passes run in: the project root, or the worktree where
+    /// the ticket's branch is checked out (linked research runs in each linked root).
     root: String,
     title: String,
+    /// The project's prompt settings, for the prompts the runner builds (research, breakdown).
+    settings: PromptSettings,
     tool: Tool,
     model: Option<String>,
     variant: Option<String>,
@@ -298,6 +322,7 @@ impl Run {
             ticket_id,
             root: root.to_owned(),
             title: title.to_owned(),
+            settings: spec.settings.clone(),
             tool: spec.tool,
             model: spec.model.clone(),
             variant: spec.variant.clone(),

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::{cached_version, Run, FLUSH_AGE, FLUSH_AT};
 use crate::planners::driver::{Command, PassEnd, PassIo, PassRequest, Report, Reporter, StopWhy};
 use crate::planners::initiative::selection_prompt;
+use crate::planners::prompt::PromptSettings;
 use crate::planners::{self, instructions, ParsedEvent};
 use crate::store::runs;
 use crate::supervisor;
@@ -41,11 +42,11 @@ impl<'a> PassSpec<'a> {
         }
     }
 
-    /// Which linked projects to research, decided in the project's own root.
-    pub fn selection(root: &'a str, task: &str, links: &[ProjectLink]) -> Self {
+    /// Which linked projects to research, decided in the project's own directory.
+    pub fn selection(root: &'a str, task: &str, links: &[ProjectLink], settings: &PromptSettings) -> Self {
         PassSpec {
             root,
-            prompt: selection_prompt(task, links).into(),
+            prompt: selection_prompt(task, links, settings).into(),
             resume: None,
             label: Some("Linked research selection".into()),
             sets_session: false,

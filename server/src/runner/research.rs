@@ -92,7 +92,7 @@ impl Run {
                 };
                 let spec = PassSpec {
                     root: &link.linked_root,
-                    prompt: research_prompt(&link.name, &link.role, &question).into(),
+                    prompt: research_prompt(&link.name, &link.role, &question, &self.settings).into(),
                     resume: None,
                     label: Some(format!("Linked research: {}", link.name)),
                     sets_session: false,

@@ -20,6 +20,8 @@ pub struct NewRun {
     pub fresh_reason: Option<String>,
     /// A new plan asked for while questions are unanswered supersedes them.
     pub supersede_questions: bool,
+    /// The directory its passes run in: the root, or the worktree of the ticket's branch.
+    pub cwd: String,
 }
 
 /// The process that owns a run: a planwire sidecar.
@@ -64,7 +66,7 @@ pub struct Leftover {
 
 const SELECT: &str = "SELECT r.id, r.ticket_id, r.status, r.tool, r.model, r.variant, r.created_at, r.started_at,
     r.ended_at, r.exit_code, r.signal, r.failure_code, r.failure_message, r.session_id, r.last_seq, r.kind, p.root,
-    r.initiative, r.sandbox, r.readonly_violation_json, r.first_output_ms, r.first_final_ms, r.total_ms
+    r.initiative, r.sandbox, r.readonly_violation_json, r.first_output_ms, r.first_final_ms, r.total_ms, r.cwd
     FROM runs r JOIN projects p ON p.id = r.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Run> {
@@ -98,6 +100,7 @@ fn from_row(r: &Row) -> rusqlite::Result<Run> {
             .and_then(|j| serde_json::from_str(&j).ok())
             .map(|paths| ReadonlyViolation { paths }),
         timing: timing(r.get(20)?, r.get(21)?, r.get(22)?),
+        cwd: r.get(23)?,
     })
 }
 
@@ -196,8 +199,9 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
     // The run keeps the ticket's text as it was planned: a later resumed run says what changed.
     conn.execute(
         "INSERT INTO runs (ticket_id, project_id, status, tool, model, variant, prev_ticket_status, owner_pid,
-            owner_start, heartbeat_at, retry_of, resume_of, fresh_reason, created_at, ticket_title, ticket_description)
-         SELECT ?1, project_id, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?8, title, description
+            owner_start, heartbeat_at, retry_of, resume_of, fresh_reason, created_at, ticket_title, ticket_description,
+            cwd)
+         SELECT ?1, project_id, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?8, title, description, ?12
          FROM tickets WHERE id = ?1",
         params![
             new.ticket_id,
@@ -210,7 +214,8 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
             now(),
             new.retry_of,
             new.resume_of,
-            new.fresh_reason
+            new.fresh_reason,
+            new.cwd
         ],
     )?;
     let id = conn.last_insert_rowid();
@@ -280,6 +285,34 @@ pub fn planned_text(conn: &Connection, ticket: TicketId, session: &str) -> Resul
         .flatten())
 }
 
+/// What made a provider session: the model, CLI version and directory of the last run of
+/// the ticket that used it (a resume must match them; `handlers/authority.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOrigin {
+    pub model: Option<String>,
+    pub cli_version: Option<String>,
+    pub cwd: Option<String>,
+}
+
+/// The origin of `session`, from the ticket's last run that used it (`None` when no run
+/// recorded it).
+pub fn session_origin(conn: &Connection, ticket: TicketId, session: &str) -> Result<Option<SessionOrigin>> {
+    Ok(conn
+        .query_row(
+            "SELECT model, cli_version, cwd FROM runs
+             WHERE ticket_id = ?1 AND session_id = ?2 ORDER BY id DESC LIMIT 1",
+            params![ticket, session],
+            |r| {
+                Ok(SessionOrigin {
+                    model: r.get(0)?,
+                    cli_version: r.get(1)?,
+                    cwd: r.get(2)?,
+                })
+            },
+        )
+        .optional()?)
+}
+
 /// A breakdown run: it belongs to a project, not to a ticket.
 pub fn create_breakdown(
     conn: &Connection,
@@ -293,9 +326,19 @@ pub fn create_breakdown(
     let project = tickets::project_id(conn, root)?;
     conn.execute(
         "INSERT INTO runs (ticket_id, project_id, kind, initiative, status, tool, model, variant, prev_ticket_status,
-            owner_pid, owner_start, heartbeat_at, created_at)
-         VALUES (NULL, ?1, 'breakdown', ?8, 'queued', ?2, ?3, ?4, 'draft', ?5, ?6, ?7, ?7)",
-        params![project, tool, model, variant, owner.pid, owner.start, now(), initiative],
+            owner_pid, owner_start, heartbeat_at, created_at, cwd)
+         VALUES (NULL, ?1, 'breakdown', ?8, 'queued', ?2, ?3, ?4, 'draft', ?5, ?6, ?7, ?7, ?9)",
+        params![
+            project,
+            tool,
+            model,
+            variant,
+            owner.pid,
+            owner.start,
+            now(),
+            initiative,
+            root
+        ],
     )?;
     let id = conn.last_insert_rowid();
     log_event(conn, id, "created", None)?;
@@ -451,7 +494,40 @@ pub(crate) mod tests {
             resume_of: None,
             fresh_reason: None,
             supersede_questions: false,
+            cwd: "/p".into(),
         }
+    }
+
+    #[test]
+    fn a_session_remembers_the_model_version_and_directory_of_its_last_run() {
+        let conn = crate::store::test_conn();
+        let t = new_ticket(&conn);
+        let (pid, start) = crate::util::self_identity();
+        let me = Owner { pid, start };
+        assert_eq!(session_origin(&conn, t, "s1").unwrap(), None);
+        let mut new = new_run(t);
+        new.model = Some("anthropic/claude".into());
+        new.cwd = "/p/wt".into();
+        let (run, _) = create(&conn, &new, me).unwrap();
+        let child = ChildInfo {
+            pid,
+            start,
+            pgid: pid,
+            argv: vec!["claude".into()],
+            cli_version: Some("2.1.197 (Claude Code)".into()),
+        };
+        mark_started(&conn, run, &child).unwrap();
+        set_session(&conn, run, "s1").unwrap();
+        assert_eq!(get(&conn, run).unwrap().cwd.as_deref(), Some("/p/wt"));
+        let origin = session_origin(&conn, t, "s1").unwrap().unwrap();
+        assert_eq!(
+            origin,
+            SessionOrigin {
+                model: Some("anthropic/claude".into()),
+                cli_version: Some("2.1.197 (Claude Code)".into()),
+                cwd: Some("/p/wt".into()),
+            }
+        );
     }
 
     #[test]

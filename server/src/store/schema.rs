@@ -213,6 +213,10 @@ const MIGRATIONS: &[&str] = &[
     -- A ticket's summed usage reads only its runs' usage events.
     CREATE INDEX transcript_usage ON transcript(run_id, seq) WHERE kind = 'usage';
     "#,
+    // 5: the directory a run planned in (the root, or the worktree of the ticket's branch).
+    r#"
+    ALTER TABLE runs ADD COLUMN cwd TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.
