@@ -19,6 +19,10 @@ step "cargo fmt" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test" cargo test --workspace
 step "build planwire" cargo build -p planwire
+# Both crates package and build from their packaged sources alone (planwire against the
+# packaged planwire-protocol; cargo needs both in one command until that is on crates.io).
+step "cargo package" cargo package -p planwire-protocol -p planwire --allow-dirty
+step "planwire acp (official ACP SDK client)" bash tests/acp/run.sh
 
 # The real-CLI tier: the pinned CLIs from npm against our mock model server.
 bash tests/realcli/install.sh

@@ -5,15 +5,26 @@ mod harness;
 
 mod initiative;
 
+mod acp_planner;
 mod bad_input;
 mod claude_cli;
+mod codex_cli;
+mod context;
+mod deltas;
 mod lifecycle;
+mod living;
 mod memory;
 mod planning;
 mod questions;
 mod realcli;
+mod realcli_acp;
 mod realcli_codex;
+mod realcli_context;
+mod realcli_living;
 mod realcli_opencode;
+mod realcli_sandbox;
 mod recovery;
+mod references;
+mod sandbox;
 mod stop;
 mod terminal;

@@ -19,11 +19,12 @@ use crate::realcli::{cli, kinds, new_ticket, plan_answer, transcript, Mock};
 /// turn keeps such a request off the main thread's turns should it come anyway).
 const TITLE_TURN: &str = "You are a title generator";
 
-fn title_turn() -> Value {
+pub fn title_turn() -> Value {
     json!({ "match": TITLE_TURN, "text": "Greeting plan", "repeat": -1 })
 }
 
-fn opencode_server(w: &World, mock: &Mock) -> Server {
+/// The environment that gives OpenCode the mock as its only provider.
+pub fn opencode_env(w: &World, mock: &Mock) -> Vec<(String, String)> {
     let url = format!("http://127.0.0.1:{}", mock.port);
     let config = json!({
         "provider": { "mock": {
@@ -38,17 +39,18 @@ fn opencode_server(w: &World, mock: &Mock) -> Server {
     });
     let config_path = w.path("opencode.config.json");
     std::fs::write(&config_path, config.to_string()).unwrap();
-    let config_path = config_path.display().to_string();
     // OpenCode fetches npm metadata in the background on a fresh HOME: keep it on the mock.
-    let registry = format!("{url}/npm/");
-    let mut s = Server::start(
-        w,
-        &[
-            ("OPENCODE_CONFIG", &config_path),
-            ("npm_config_registry", &registry),
-            ("LANG", "C.UTF-8"),
-        ],
-    );
+    vec![
+        ("OPENCODE_CONFIG".into(), config_path.display().to_string()),
+        ("npm_config_registry".into(), format!("{url}/npm/")),
+        ("LANG".into(), "C.UTF-8".into()),
+    ]
+}
+
+pub fn opencode_server(w: &World, mock: &Mock) -> Server {
+    let env = opencode_env(w, mock);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut s = Server::start(w, &env);
     s.initialize(
         json!({ "dbPath": w.db(), "stopGraceMs": 2000, "planners": { "opencode": { "path": cli("OPENCODE_BIN") } } }),
     );

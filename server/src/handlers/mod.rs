@@ -6,15 +6,20 @@
 //! up the rest, and `$/cancelRequest` can abort it.
 
 mod answer;
+mod authority;
 mod breakdown;
 pub(crate) mod create_ticket;
 mod delete_ticket;
+mod export_plan;
+mod get_plan;
 mod get_project_settings;
 mod get_run;
 mod get_ticket;
 mod get_transcript;
+mod handoff;
 mod link_project;
 mod list_links;
+mod list_plans;
 mod list_tickets;
 mod memory_accept;
 mod memory_add;
@@ -27,6 +32,7 @@ pub(crate) mod settings;
 mod status;
 mod stop;
 mod unlink_project;
+mod update_ticket;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -43,9 +49,14 @@ pub type HandlerResult<T> = Result<T, ResponseError>;
 pub async fn dispatch(s: Arc<Session>, method: &str, params: Value) -> HandlerResult<RawResult> {
     match method {
         p::CreateTicket::METHOD => call::<p::CreateTicket, _, _>(s, params, create_ticket::handle).await,
+        p::UpdateTicket::METHOD => call::<p::UpdateTicket, _, _>(s, params, update_ticket::handle).await,
         p::ListTickets::METHOD => call::<p::ListTickets, _, _>(s, params, list_tickets::handle).await,
         p::GetTicket::METHOD => call::<p::GetTicket, _, _>(s, params, get_ticket::handle).await,
         p::StartPlan::METHOD => call::<p::StartPlan, _, _>(s, params, plan::handle).await,
+        p::ListPlans::METHOD => call::<p::ListPlans, _, _>(s, params, list_plans::handle).await,
+        p::GetPlan::METHOD => call::<p::GetPlan, _, _>(s, params, get_plan::handle).await,
+        p::ExportPlan::METHOD => call::<p::ExportPlan, _, _>(s, params, export_plan::handle).await,
+        p::Handoff::METHOD => call::<p::Handoff, _, _>(s, params, handoff::handle).await,
         p::Stop::METHOD => call::<p::Stop, _, _>(s, params, stop::handle).await,
         p::Status::METHOD => call::<p::Status, _, _>(s, params, status::handle).await,
         p::AnswerQuestion::METHOD => call::<p::AnswerQuestion, _, _>(s, params, answer::handle).await,

@@ -194,7 +194,8 @@ fn clean_title(title: Option<&str>) -> String {
 }
 
 /// Environment for the CLI: no models.dev catalogue fetch (offline it logs an error and
-/// carries on), no autoupdate, LSP download or sharing, and the read-only permission rules.
+/// carries on), no autoupdate, LSP download or sharing, no project config, and the read-only
+/// permission rules.
 /// `inherited_config` is the caller's own `OPENCODE_CONFIG_CONTENT`, merged in.
 pub fn env(inherited_config: Option<&str>) -> Vec<(String, String)> {
     vec![
@@ -202,6 +203,10 @@ pub fn env(inherited_config: Option<&str>) -> Vec<(String, String)> {
         ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
         ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
         ("OPENCODE_DISABLE_SHARE".into(), "1".into()),
+        // A repository's opencode.json(c) and .opencode/ (plugins, agents, permission rules,
+        // MCP servers) stay out: a project plugin hung the run installing its dependencies.
+        // AGENTS.md goes too: planwire adds it to the prompt itself (planners/instructions.rs).
+        ("OPENCODE_DISABLE_PROJECT_CONFIG".into(), "1".into()),
         ("OPENCODE_CONFIG_CONTENT".into(), config_content(inherited_config)),
         ("OPENCODE_PERMISSION".into(), readonly_permission()),
     ]

@@ -8,18 +8,18 @@ use planwire_protocol::{
     TranscriptEvent,
 };
 
+use super::pass::Ended;
+use crate::planners::driver::Exit;
 use crate::planners::plan::{extract_plan, plan_markdown, strip_plan_block};
-use crate::planners::LineParser;
 use crate::session::Session;
-use crate::store::{questions, runs, tickets, transcript};
+use crate::store::{plans, questions, runs, tickets, transcript};
 use crate::util::now;
 
 pub(super) enum How {
-    /// A later pass of the run could not start.
+    /// A pass of the run could not start.
     SpawnFailed(String),
-    Exited(Option<ExitStatus>),
-    Stopped(Option<ExitStatus>),
-    TimedOut(&'static str, Option<ExitStatus>),
+    /// The run's last pass ended.
+    Ended(Box<Ended>),
 }
 
 /// How the ticket settles after a run.
@@ -70,29 +70,30 @@ fn plan_from_candidate(candidate: &str, fallback_title: &str) -> Plan {
 
 pub(super) struct Facts<'a> {
     pub stop_requested: bool,
-    pub stderr: &'a str,
-    pub plan_candidate: Option<&'a str>,
     pub ticket_title: &'a str,
 }
 
-pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::Ending, Settle) {
-    let status_parts = |s: Option<ExitStatus>| (s.and_then(|s| s.code()), s.and_then(|s| s.signal()));
-    let (mut ending, settle) = match how {
-        How::Exited(st) if f.stop_requested && st.and_then(|s| s.signal()).is_some() => {
-            return decide(
-                How::Stopped(st),
-                parser,
-                &Facts {
-                    stop_requested: false,
-                    ..*f
-                },
-            );
-        }
+pub(super) fn decide(how: How, f: &Facts) -> (runs::Ending, Settle) {
+    match how {
         How::SpawnFailed(message) => (
             failed_ending("spawn_failed", message.clone(), None, None),
             Settle::Failed(message),
         ),
-        How::Stopped(st) => {
+        How::Ended(ended) => decide_ended(&ended, f),
+    }
+}
+
+fn decide_ended(ended: &Ended, f: &Facts) -> (runs::Ending, Settle) {
+    let status_parts = |s: Option<ExitStatus>| (s.and_then(|s| s.code()), s.and_then(|s| s.signal()));
+    let end = &ended.end;
+    let stderr = end.stderr_tail.as_str();
+    let exit = match end.exit {
+        // Another sidecar stopped this run by signalling its group.
+        Exit::Exited(st) if f.stop_requested && st.and_then(|s| s.signal()).is_some() => Exit::Stopped(st),
+        other => other,
+    };
+    let (mut ending, settle) = match exit {
+        Exit::Stopped(st) => {
             let (code, signal) = status_parts(st);
             let e = runs::Ending {
                 status: RunStatus::Cancelled,
@@ -101,7 +102,7 @@ pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::End
             };
             (e, Settle::Stopped)
         }
-        How::TimedOut(code, st) => {
+        Exit::TimedOut(code, st) => {
             let (exit, signal) = status_parts(st);
             let message = match code {
                 "hard_timeout" => "Planning took longer than the hard time limit and was stopped.",
@@ -116,15 +117,18 @@ pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::End
                 Settle::Failed(message),
             )
         }
-        How::Exited(st) => {
+        Exit::Exited(st) => {
             let (code, signal) = status_parts(st);
-            let text = parser.final_text();
-            let plan = extract_plan(&text)
-                .or_else(|| extract_plan(&parser.all_text()))
-                .or_else(|| f.plan_candidate.map(|c| plan_from_candidate(c, f.ticket_title)));
-            match (code, parser.error_message(), plan) {
+            let text = &end.final_text;
+            let plan = extract_plan(text).or_else(|| extract_plan(&end.all_text)).or_else(|| {
+                ended
+                    .plan_candidate
+                    .as_deref()
+                    .map(|c| plan_from_candidate(c, f.ticket_title))
+            });
+            match (code, end.error_message.clone(), plan) {
                 (Some(0), None, Some(plan)) => {
-                    let update = strip_plan_block(&text).trim().to_owned();
+                    let update = strip_plan_block(text).trim().to_owned();
                     let e = runs::Ending {
                         status: RunStatus::Completed,
                         failure: None,
@@ -133,7 +137,7 @@ pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::End
                     (e, Settle::Planned { plan, update })
                 }
                 (Some(0), None, None) => {
-                    let m = parser.explain_missing_answer(f.stderr).unwrap_or_else(|| {
+                    let m = end.missing_answer.clone().unwrap_or_else(|| {
                         "The planner finished without a plan in the <planwire-plan> form.".to_owned()
                     });
                     (failed_ending("no_plan", m.clone(), code, None), Settle::Failed(m))
@@ -143,8 +147,8 @@ pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::End
                     Settle::Failed(err),
                 ),
                 _ => {
-                    let m = if !f.stderr.trim().is_empty() {
-                        last_lines(f.stderr, 20)
+                    let m = if !stderr.trim().is_empty() {
+                        last_lines(stderr, 20)
                     } else if let Some(sig) = signal {
                         format!("the planner was killed by signal {sig}")
                     } else {
@@ -155,7 +159,7 @@ pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::End
             }
         }
     };
-    ending.stderr_tail = (!f.stderr.is_empty()).then(|| f.stderr.to_owned());
+    ending.stderr_tail = (!stderr.is_empty()).then(|| stderr.to_owned());
     (ending, settle)
 }
 
@@ -195,7 +199,8 @@ pub(super) async fn record_end(
             let mut question = None;
             let status = match settle {
                 Settle::Planned { plan, update } => {
-                    tickets::set_plan(c, ticket, &plan)?;
+                    // A new version, never an overwrite: every plan a ticket was given stays.
+                    plans::record(c, ticket, Some(run), &plan)?;
                     crate::store::memory::record_suggestions(c, ticket, run, &plan.memory_suggestions)?;
                     if !update.is_empty() {
                         tickets::add_message(c, ticket, Some(run), "response", &update)?;

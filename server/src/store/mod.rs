@@ -11,6 +11,7 @@
 
 pub mod links;
 pub mod memory;
+pub mod plans;
 pub mod questions;
 pub mod runs;
 pub mod schema;

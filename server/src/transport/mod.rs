@@ -1,5 +1,10 @@
 //! The JSON-RPC transport: a reader task and one writer task joined by bounded channels.
 //!
+//! One message layer, two framings ([`Codec`]): LSP's `Content-Length` frames for editors
+//! (`framing`), and newline-delimited JSON for ACP peers and `codex app-server` (`ndjson`).
+//! Only the framing differs; queue, ordering, limits and error handling are shared, and the
+//! same layer serves as a server (planwire's own stdio) or as a client of a child process.
+//!
 //! Hand-written on tokio on purpose (see README, "Dependencies"): everything the server
 //! writes goes through one queue ([`Outbox`]), so it leaves in the order it was produced —
 //! a notification sent before a response always arrives before it. Responses to the
@@ -12,6 +17,7 @@
 
 pub mod framing;
 pub mod message;
+pub mod ndjson;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -30,6 +36,53 @@ use framing::{read_frame, write_frame_unflushed, Frame, FrameError};
 pub const QUEUE_BYTES: usize = 4 * 1024 * 1024;
 
 pub use message::{Incoming, RequestId, ResponseError};
+
+/// How messages are framed on the byte stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    /// `Content-Length: N\r\n\r\n` then N bytes (LSP base protocol).
+    Lsp,
+    /// One message per line (ACP, `codex app-server`).
+    Ndjson,
+}
+
+impl Codec {
+    async fn read<R: AsyncBufRead + Unpin>(self, reader: &mut R) -> Result<Frame, FrameError> {
+        match self {
+            Codec::Lsp => read_frame(reader).await,
+            Codec::Ndjson => ndjson::read_line(reader).await,
+        }
+    }
+
+    /// The messages of one frame: one JSON value, or for a line, every value on it in order
+    /// (a peer may print several objects on one line), and the error of what could not be
+    /// read after them.
+    fn decode(self, body: &[u8]) -> (Vec<Value>, Option<serde_json::Error>) {
+        match self {
+            Codec::Lsp => match serde_json::from_slice(body) {
+                Ok(v) => (vec![v], None),
+                Err(e) => (Vec::new(), Some(e)),
+            },
+            Codec::Ndjson => {
+                let mut values = Vec::new();
+                for v in serde_json::Deserializer::from_slice(body).into_iter::<Value>() {
+                    match v {
+                        Ok(v) => values.push(v),
+                        Err(e) => return (values, Some(e)),
+                    }
+                }
+                (values, None)
+            }
+        }
+    }
+
+    async fn write<W: AsyncWrite + Unpin>(self, writer: &mut W, body: &[u8]) -> std::io::Result<()> {
+        match self {
+            Codec::Lsp => write_frame_unflushed(writer, body).await,
+            Codec::Ndjson => ndjson::write_line_unflushed(writer, body).await,
+        }
+    }
+}
 
 /// What the reader hands to the main loop.
 #[derive(Debug)]
@@ -150,8 +203,17 @@ impl Outbox {
     }
 }
 
-/// Starts the reader and writer tasks over the given streams.
+/// Starts the reader and writer tasks over the given streams, with LSP framing.
 pub fn start<R, W>(reader: R, writer: W) -> (Outbox, mpsc::Receiver<ReaderEvent>)
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    start_with(Codec::Lsp, reader, writer)
+}
+
+/// Starts the reader and writer tasks over the given streams, with the given framing.
+pub fn start_with<R, W>(codec: Codec, reader: R, writer: W) -> (Outbox, mpsc::Receiver<ReaderEvent>)
 where
     R: AsyncBufRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -164,12 +226,12 @@ where
         next_id: Arc::new(AtomicI64::new(1)),
     };
     let (in_tx, in_rx) = mpsc::channel(256);
-    tokio::spawn(write_loop(writer, out_rx));
-    tokio::spawn(read_loop(reader, in_tx, outbox.clone()));
+    tokio::spawn(write_loop(codec, writer, out_rx));
+    tokio::spawn(read_loop(codec, reader, in_tx, outbox.clone()));
     (outbox, in_rx)
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::Receiver<Out>) {
+async fn write_loop<W: AsyncWrite + Unpin>(codec: Codec, writer: W, mut rx: mpsc::Receiver<Out>) {
     let mut writer = BufWriter::with_capacity(64 * 1024, writer);
     while let Some(first) = rx.recv().await {
         // Everything already queued goes out before one flush.
@@ -177,7 +239,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::Receiver<Out
         while let Some(out) = next.take() {
             let written = match out {
                 Out::Frame(bytes, permit) => {
-                    let r = write_frame_unflushed(&mut writer, &bytes).await;
+                    let r = codec.write(&mut writer, &bytes).await;
                     drop(permit);
                     r
                 }
@@ -200,9 +262,14 @@ async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::Receiver<Out
     }
 }
 
-async fn read_loop<R: AsyncBufRead + Unpin>(mut reader: R, tx: mpsc::Sender<ReaderEvent>, outbox: Outbox) {
+async fn read_loop<R: AsyncBufRead + Unpin>(
+    codec: Codec,
+    mut reader: R,
+    tx: mpsc::Sender<ReaderEvent>,
+    outbox: Outbox,
+) {
     let clean = loop {
-        let body = match read_frame(&mut reader).await {
+        let body = match codec.read(&mut reader).await {
             Ok(Frame::Body(body)) => body,
             Ok(Frame::Skipped(what)) => {
                 tracing::warn!("skipped a malformed frame: {what}");
@@ -218,32 +285,119 @@ async fn read_loop<R: AsyncBufRead + Unpin>(mut reader: R, tx: mpsc::Sender<Read
                 break false;
             }
         };
-        let value: Value = match serde_json::from_slice(&body) {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::warn!("a frame is not valid JSON: {e}");
-                let err = ResponseError::new(ErrorCode::ParseError, format!("parse error: {e}"));
-                outbox.respond_error(None, err).await;
-                continue;
+        let (values, error) = codec.decode(&body);
+        for value in values {
+            if !deliver(value, &tx, &outbox).await {
+                return;
             }
-        };
-        match Incoming::from_value(value) {
-            Ok(Incoming::Response { id, result }) => {
-                let waiter = outbox.pending.lock().expect("pending map").remove(&id);
-                match waiter {
-                    Some(w) => {
-                        let _ = w.send(result);
-                    }
-                    None => tracing::warn!("a response to unknown request {id}"),
-                }
-            }
-            Ok(msg) => {
-                if tx.send(ReaderEvent::Message(msg)).await.is_err() {
-                    return;
-                }
-            }
-            Err((id, err)) => outbox.respond_error(id.as_ref(), err).await,
+        }
+        if let Some(e) = error {
+            tracing::warn!("a frame is not valid JSON: {e}");
+            let err = ResponseError::new(ErrorCode::ParseError, format!("parse error: {e}"));
+            outbox.respond_error(None, err).await;
         }
     };
+    // Nobody will answer the requests still waiting: they fail now instead of hanging.
+    outbox.pending.lock().expect("pending map").clear();
     let _ = tx.send(ReaderEvent::Closed { clean }).await;
+}
+
+/// Hands one message to whoever waits for it; false once the main loop is gone.
+async fn deliver(value: Value, tx: &mpsc::Sender<ReaderEvent>, outbox: &Outbox) -> bool {
+    match Incoming::from_value(value) {
+        Ok(Incoming::Response { id, result }) => {
+            let waiter = outbox.pending.lock().expect("pending map").remove(&id);
+            match waiter {
+                Some(w) => {
+                    let _ = w.send(result);
+                }
+                None => tracing::warn!("a response to unknown request {id}"),
+            }
+        }
+        Ok(msg) => return tx.send(ReaderEvent::Message(msg)).await.is_ok(),
+        Err((id, err)) => outbox.respond_error(id.as_ref(), err).await,
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Two ends of one in-memory pipe, each with its own transport.
+    fn pair(
+        codec: Codec,
+    ) -> (
+        (Outbox, mpsc::Receiver<ReaderEvent>),
+        (Outbox, mpsc::Receiver<ReaderEvent>),
+    ) {
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let (ar, aw) = tokio::io::split(a);
+        let (br, bw) = tokio::io::split(b);
+        (
+            start_with(codec, tokio::io::BufReader::new(ar), aw),
+            start_with(codec, tokio::io::BufReader::new(br), bw),
+        )
+    }
+
+    #[tokio::test]
+    async fn ndjson_request_response_and_notification_order() {
+        let ((client, _), (server, mut server_in)) = pair(Codec::Ndjson);
+        let answer = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while let Some(ReaderEvent::Message(msg)) = server_in.recv().await {
+                match msg {
+                    Incoming::Notification { method, .. } => seen.push(method),
+                    Incoming::Request { id, method, params } => {
+                        seen.push(method);
+                        server.respond(Some(&id), Ok(json!({"echo": params}))).await;
+                        return seen;
+                    }
+                    Incoming::Response { .. } => unreachable!(),
+                }
+            }
+            seen
+        });
+        client.notify("first", json!({})).await;
+        let result = client.request("second", json!({"text": "a\nb"})).await.unwrap();
+        assert_eq!(result, json!({"echo": {"text": "a\nb"}}));
+        assert_eq!(answer.await.unwrap(), vec!["first", "second"]);
+    }
+
+    #[tokio::test]
+    async fn ndjson_reads_several_messages_on_one_line_and_answers_the_rest_as_a_parse_error() {
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let (ar, mut aw) = tokio::io::split(a);
+        let (br, bw) = tokio::io::split(b);
+        let (_server, mut server_in) = start_with(Codec::Ndjson, tokio::io::BufReader::new(br), bw);
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        aw.write_all(b"{\"method\":\"one\"}{\"method\":\"two\"} {oops\n")
+            .await
+            .unwrap();
+        for want in ["one", "two"] {
+            match server_in.recv().await {
+                Some(ReaderEvent::Message(Incoming::Notification { method, .. })) => assert_eq!(method, want),
+                other => panic!("{other:?}"),
+            }
+        }
+        let mut reply = String::new();
+        tokio::io::BufReader::new(ar).read_line(&mut reply).await.unwrap();
+        let reply: Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(reply["error"]["code"], -32700, "{reply}");
+    }
+
+    #[tokio::test]
+    async fn a_request_fails_when_the_peer_closes() {
+        let ((client, _), (server, server_in)) = pair(Codec::Ndjson);
+        let waiting = tokio::spawn(async move { client.request("never", json!({})).await });
+        // The peer reads nothing and goes away: its end of the pipe closes.
+        drop((server, server_in));
+        let err = tokio::time::timeout(std::time::Duration::from_secs(10), waiting)
+            .await
+            .expect("the request is not left hanging")
+            .unwrap()
+            .unwrap_err();
+        assert!(err.message.contains("closed"), "{}", err.message);
+    }
 }

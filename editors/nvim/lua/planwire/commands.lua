@@ -209,6 +209,7 @@ end
 --- Forgets a deleted ticket: state, tickets buffer, transcript buffer.
 function M.forget_ticket(id)
   client.state.tickets[id] = nil
+  client.needs_input_changed()
   for qid, q in pairs(client.state.questions) do
     if q.ticketId == id then
       client.state.questions[qid] = nil

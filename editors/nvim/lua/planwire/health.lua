@@ -18,12 +18,13 @@ function M.check()
   end
 
   health.start('planwire: server binary')
-  local cmd = cfg.cmd
-  local bin = type(cmd) == 'table' and cmd[1] or nil
-  local path = bin and vim.fn.exepath(bin) or ''
-  if not bin or path == '' then
-    health.error(('server binary not found: %s'):format(tostring(bin)), {
-      'Build it with `cargo build -p planwire` and put it on PATH,',
+  local cmd, why = planwire.server_cmd()
+  local bin = cmd[1]
+  local path = vim.fn.exepath(bin)
+  if path == '' then
+    health.error(('server binary not found: %s (%s)'):format(tostring(bin), why), {
+      'Build it in the plugin root with `cargo build --release -p planwire` (a plugin manager build hook;',
+      'see the README), or `cargo install --path server` to put `planwire` on PATH,',
       "or point the plugin at it: require('planwire').setup({ cmd = { '/path/to/planwire', '--stdio' } })",
     })
     return
@@ -36,6 +37,7 @@ function M.check()
   else
     health.warn(('%s --version failed: %s'):format(path, ok and vim.trim((res and res.stderr) or '') or tostring(res)))
   end
+  health.info('uses it because it is ' .. why)
   health.info('command: ' .. table.concat(cmd, ' '))
 
   health.start('planwire: server')

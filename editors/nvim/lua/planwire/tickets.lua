@@ -62,8 +62,13 @@ function M.render()
   if not view or not api.nvim_buf_is_valid(view.buf) then
     return
   end
+  local waiting = 0
+  for _, t in pairs(view.tickets) do
+    waiting = waiting + (t.status == 'needs_input' and 1 or 0)
+  end
   local lines = {
-    'planwire tickets · ' .. view.root,
+    'planwire tickets · ' .. view.root .. (waiting > 0 and (' · %d need%s input (a answers)'):format(waiting,
+      waiting == 1 and 's' or '') or ''),
     '<CR> transcript · p plan · s stop · a answer · d delete · r refresh · q close',
     '',
   }
@@ -133,6 +138,7 @@ function M.refresh(cb)
         view.tickets[t.id] = t
         client.state.tickets[t.id] = t
       end
+      client.needs_input_changed()
     end
     M.render()
     if cb then
