@@ -140,6 +140,8 @@ export class Planwire implements vscode.Disposable {
     const initializationOptions: Record<string, unknown> = {};
     if (dbPath) initializationOptions.dbPath = expandHome(dbPath);
     if (defaultTool) initializationOptions.defaultTool = defaultTool;
+    const sandbox = (cfg.get<string>('sandbox') || '').trim();
+    if (sandbox) initializationOptions.sandbox = sandbox;
 
     let crashes = 0;
     const clientOptions: LanguageClientOptions = {
@@ -173,7 +175,7 @@ export class Planwire implements vscode.Disposable {
         this.onTicketChanged.fire(p.ticket);
       }),
       client.onNotification('planwire/runChanged', (p: { run: Run }) => {
-        testLog({ event: 'runChanged', id: p.run.id, status: p.run.status });
+        testLog({ event: 'runChanged', id: p.run.id, status: p.run.status, sandbox: p.run.sandbox ?? null });
         this.onRunChanged.fire(p.run);
       }),
       client.onNotification('planwire/question', (p: { ticketId: number; runId: number; question: Question }) => {
@@ -260,8 +262,9 @@ function summarise(result: unknown): unknown {
   if (result && typeof result === 'object') {
     const r = result as Record<string, unknown>;
     const out: Record<string, unknown> = {};
-    for (const k of ['id', 'status', 'ticketId', 'runId', 'stopped', 'lastSeq', 'done']) if (k in r) out[k] = r[k];
+    for (const k of ['id', 'status', 'ticketId', 'runId', 'stopped', 'lastSeq', 'done', 'version', 'path', 'bytes']) if (k in r) out[k] = r[k];
     if (Array.isArray(r.events)) out.events = r.events.length;
+    if (Array.isArray(r.openBlocks)) out.openBlocks = r.openBlocks.length;
     if (Array.isArray(r.tickets)) out.tickets = r.tickets.length;
     return out;
   }

@@ -7,6 +7,7 @@ import { ErrorCodes, METHOD_NOT_FOUND, Planwire, errorCode, errorMessage } from 
 import { TicketStore, TicketTree, normalizeRoot, workspaceRoots, type Node } from './tickets';
 import { TranscriptPanels } from './transcriptPanel';
 import { askQuestion } from './answer';
+import { branchProblem, registerLivingPlan } from './living';
 import { answerable, needsInput, questionSummary, statusSummary } from './pure/questions';
 import { statusWord } from './pure/render';
 import { ticketFromMarkdown } from './pure/ticketText';
@@ -18,7 +19,7 @@ type TicketArg = Ticket | Node | { ticketId?: number; questionId?: number } | nu
 
 const BUSY = new Set(['planning', 'queued']);
 const BUSY_RUN = new Set(['running', 'queued']);
-const RESTART_KEYS = ['planwire.serverPath', 'planwire.dbPath', 'planwire.logLevel'];
+const RESTART_KEYS = ['planwire.serverPath', 'planwire.dbPath', 'planwire.logLevel', 'planwire.sandbox'];
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('planwire', { log: true });
@@ -213,9 +214,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     return pick?.r;
   }
 
-  async function createTicket(root: string, title: string, description: string): Promise<void> {
+  async function createTicket(root: string, title: string, description: string, branch = ''): Promise<void> {
     try {
-      const ticket = await planwire.request<Ticket>('planwire/createTicket', { root, title, description, ...settingsTicketOptions() });
+      const ticket = await planwire.request<Ticket>('planwire/createTicket', { root, title, description, ...(branch ? { branch } : {}), ...settingsTicketOptions() });
       store.upsert(ticket);
       await vscode.commands.executeCommand('planwire.tickets.focus');
       await tree.reveal(ticket);
@@ -253,11 +254,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }),
     );
 
+  registerLivingPlan(context, {
+    planwire,
+    register,
+    resolveTicket: (arg, what, applies) => resolveTicket(arg as TicketArg, what, applies),
+    plan,
+    upsert: (t) => store.upsert(t),
+    reportError,
+    openTranscript: (id) => panels.open(id),
+  });
+
   register('planwire.newTicket', async () => {
     const root = await chooseRoot();
     if (!root) return;
     const title = await vscode.window.showInputBox({
-      title: 'planwire: New Ticket (1/2)',
+      title: 'planwire: New Ticket (1/3)',
       prompt: 'Title of the ticket',
       placeHolder: 'What should be planned?',
       ignoreFocusOut: true,
@@ -265,13 +276,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     });
     if (title === undefined) return;
     const description = await vscode.window.showInputBox({
-      title: 'planwire: New Ticket (2/2)',
+      title: 'planwire: New Ticket (2/3)',
       prompt: 'Description (optional; for a long one use “planwire: New Ticket from Editor”)',
       placeHolder: 'Details, context, constraints… (may be empty)',
       ignoreFocusOut: true,
     });
     if (description === undefined) return;
-    await createTicket(root, title.trim(), description.trim());
+    const branch = await vscode.window.showInputBox({
+      title: 'planwire: New Ticket (3/3)',
+      prompt: 'Git branch the work is for (optional; it decides where the ticket is planned)',
+      placeHolder: 'e.g. feature/greeting (empty for none)',
+      ignoreFocusOut: true,
+      validateInput: branchProblem,
+    });
+    if (branch === undefined) return;
+    await createTicket(root, title.trim(), description.trim(), branch.trim());
   });
 
   register('planwire.newTicketFromEditor', async () => {

@@ -204,6 +204,9 @@ export function contextValue(t: Ticket): string {
   if (busy) parts.push('canStop');
   if (t.status === 'failed' || t.status === 'stopped') parts.push('canRetry');
   if (needsInput(t)) parts.push('canAnswer');
+  if (!busy) parts.push('canEdit');
+  if (t.plan) parts.push('hasPlan');
+  if (t.plan && !busy) parts.push('canRevise');
   return parts.join(' ');
 }
 
@@ -405,6 +408,7 @@ export class TicketTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
     if (questions.length) description += ` · ${questions.length} question${questions.length === 1 ? '' : 's'}`;
     const after = afterLabel(current, (id) => this.store.get(id));
     if (after) description += ` · ${after}`;
+    if (current.branch) description += ` · ⎇ ${current.branch}`;
     if (workspaceRoots().length > 1 && (current.initiativeRunId === null || current.initiativeRunId === undefined)) description += ` · ${path.basename(current.root)}`;
     item.description = description;
     const icon = ICONS[current.status] ?? { id: 'circle-outline' };
@@ -414,7 +418,8 @@ export class TicketTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
     tip.appendMarkdown(`**${escapeMd(current.title)}**\n\n`);
     tip.appendMarkdown(`#${current.id} · ${statusWord(current.status)} · ${escapeMd([current.tool, current.model].filter(Boolean).join(' / '))}\n\n`);
     if (after) tip.appendMarkdown(`${escapeMd(after.replace(/^after/, 'After'))}\n\n`);
-    if (current.plan?.title) tip.appendMarkdown(`Plan: ${escapeMd(current.plan.title)}\n\n`);
+    if (current.branch) tip.appendMarkdown(`Branch: \`${current.branch.replace(/`/g, '')}\`\n\n`);
+    if (current.plan?.title) tip.appendMarkdown(`Plan${current.planVersion ? ` v${current.planVersion}` : ''}: ${escapeMd(current.plan.title)}\n\n`);
     for (const q of questions) tip.appendMarkdown(`Question: ${escapeMd(questionSummary(q))}\n\n`);
     item.tooltip = tip;
     item.accessibilityInformation = { label: `${current.title}, ${statusWord(current.status)}${after ? `, ${after}` : ''}` };

@@ -10,7 +10,7 @@ import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import type { Planwire } from './client';
 import { errorMessage } from './client';
-import { applyDelta, applyEvents, newRunTranscript, questionChanged, type RunTranscript } from './pure/transcript';
+import { applyDelta, applyEvents, applyHeld, applyOpenBlocks, newRunTranscript, questionChanged, type RunTranscript } from './pure/transcript';
 import { breakdownPage, statusWord, ticketPage, type PageSpec } from './pure/render';
 import { PageModel, type ToWebview } from './pure/page';
 import { initiativeTitle } from './pure/initiative';
@@ -169,7 +169,9 @@ abstract class RunsPanel implements vscode.Disposable {
           t.syncing = true;
           const res = await this.planwire.request<GetTranscriptResult>('planwire/getTranscript', { runId, afterSeq: t.lastSeq, limit: PAGE });
           const r = applyEvents(t, res.events ?? []);
-          if (r.applied) this.render();
+          // The page reached the last seq: the blocks streaming now, as far as they were sent.
+          const opened = t.lastSeq >= res.lastSeq && res.openBlocks?.length ? applyOpenBlocks(t, res.openBlocks) : false;
+          if (r.applied || opened) this.render();
           testLog({ event: 'catchUp', ...this.logKey(), runId, afterSeq: before, got: res.events?.length ?? 0, lastSeq: t.lastSeq, serverLastSeq: res.lastSeq, done: res.done });
           if (!res.events?.length || t.lastSeq >= res.lastSeq || t.lastSeq === before) break;
         }
@@ -180,7 +182,10 @@ abstract class RunsPanel implements vscode.Disposable {
       })
       .finally(() => {
         this.fetching.delete(runId);
-        this.transcript(runId).syncing = false;
+        const t = this.transcript(runId);
+        t.syncing = false;
+        // Deltas that arrived meanwhile, after the page and its open blocks.
+        if (applyHeld(t).gap && !this.disposed) void this.catchUp(runId);
         this.render();
       });
     this.fetching.set(runId, p);
@@ -200,10 +205,13 @@ abstract class RunsPanel implements vscode.Disposable {
     if (r.applied) this.render();
   }
 
-  /** A piece of text or reasoning still being written (a future planwire/delta). */
+  /** A piece of text or reasoning still being written (planwire/delta). */
   onDelta(d: DeltaParams): void {
     if (!this.runs.some((r) => r.id === d.runId)) return;
-    if (applyDelta(this.transcript(d.runId), d)) this.render();
+    const r = applyDelta(this.transcript(d.runId), d);
+    // A piece past what this page has: getTranscript's open blocks fill the gap.
+    if (r.gap) void this.catchUp(d.runId);
+    if (r.changed) this.render();
   }
 
   /** A question changed (answered, stale): its rows in the transcript change with it. */
@@ -298,6 +306,11 @@ class TicketPanel extends RunsPanel {
       stop: 'planwire.stop',
       retry: 'planwire.retry',
       answer: 'planwire.answer',
+      editTicket: 'planwire.editTicket',
+      requestChanges: 'planwire.requestChanges',
+      exportPlan: 'planwire.exportPlan',
+      handoff: 'planwire.handoff',
+      planVersions: 'planwire.planVersions',
     };
     const id = commands[cmd];
     if (id) void vscode.commands.executeCommand(id, { ticketId: this.ticketId, questionId: m.questionId });

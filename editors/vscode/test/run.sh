@@ -131,6 +131,23 @@ fn main() {
 }
 RS
 printf '# demo-project\n\nPrints a greeting.\n' > "$RUN/workspace/README.md"
+# A git repository with a second branch: a ticket's branch must exist, and the work-tree
+# check (readonlyViolation) only looks at git work trees.
+git -C "$RUN/workspace" init -q -b main \
+  && git -C "$RUN/workspace" -c user.name=e2e -c user.email=e2e@example.invalid add -A \
+  && git -C "$RUN/workspace" -c user.name=e2e -c user.email=e2e@example.invalid commit -q -m 'demo project' \
+  && git -C "$RUN/workspace" branch greeting || fatal "making the workspace a git repository failed"
+
+# A stand-in implementation CLI for the hand-off: `codex` on the extension host's PATH. It says
+# what it was started with (the terminal shows it) and waits for Enter.
+mkdir -p "$RUN/bin"
+cat > "$RUN/bin/codex" <<'SH'
+#!/bin/sh
+if [ "$1" = "--version" ]; then echo "codex-cli 0.171.0"; exit 0; fi
+echo "stand-in codex in $(pwd) with $# arguments; the last: $(for a in "$@"; do last=$a; done; echo "$last")"
+read -r _
+SH
+chmod +x "$RUN/bin/codex"
 cat > "$RUN/user/User/settings.json" <<JSON
 {
   "planwire.dbPath": "$RUN/planwire.db",
@@ -162,7 +179,7 @@ JSON
 PORT="$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
 TEST_LOG="$RUN/extension-events.jsonl"
 : > "$TEST_LOG"
-PATH="$CLEAN_PATH" VSCODE_CLI=1 PLANWIRE_VSCODE_TEST_LOG="$TEST_LOG" setsid "$CODE_SERVER" \
+PATH="$RUN/bin:$CLEAN_PATH" VSCODE_CLI=1 PLANWIRE_VSCODE_TEST_LOG="$TEST_LOG" setsid "$CODE_SERVER" \
   --config "$RUN/config.yaml" --user-data-dir "$RUN/user" --extensions-dir "$RUN/ext" \
   --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry --disable-update-check \
   --disable-workspace-trust --disable-getting-started-override "$RUN/workspace" \

@@ -144,6 +144,8 @@ export function renderRow(b: Block, ctx: RowContext, children: boolean): string 
       return `<div ${attrs(b, 'error')} role="alert"><span class="error-kind">${esc(errorTitle(b.errorKind))}</span> ${esc(b.message)}</div>`;
     case 'question':
       return questionRow(b, ctx.questions);
+    case 'warning':
+      return `<div ${attrs(b, 'warning')} role="alert"><span class="warning-kind">⚠ Warning</span> ${esc(b.message)}</div>`;
     case 'raw':
       return `<details ${attrs(b, 'raw')}><summary>${b.lines.length} unrecognised line${b.lines.length === 1 ? '' : 's'}</summary><pre>${esc(b.lines.join('\n'))}</pre></details>`;
   }
@@ -210,8 +212,14 @@ export function runFooter(run: Run, t: RunTranscript | undefined, now: number): 
     }
     parts.push(`<span title="cost">${formatCost(u.costUsd)}</span>`);
   }
+  const tm = run.timing;
+  if (tm && !isLive(run)) {
+    if (tm.firstOutputMs !== null && tm.firstOutputMs !== undefined) parts.push(`<span class="timing" title="from the start to the planner's first output">first output ${formatDuration(tm.firstOutputMs)}</span>`);
+    if (tm.firstFinalMs !== null && tm.firstFinalMs !== undefined) parts.push(`<span class="timing" title="from the start to the planner's first final answer">first answer ${formatDuration(tm.firstFinalMs)}</span>`);
+    parts.push(`<span class="timing" title="the whole run">total ${formatDuration(tm.totalMs)}</span>`);
+  }
   const start = Date.parse(run.startedAt ?? run.createdAt);
-  if (Number.isFinite(start)) {
+  if (Number.isFinite(start) && !(tm && !isLive(run))) {
     // A live run's clock is kept by the webview (one element, once a second).
     parts.push(isLive(run)
       ? `<span class="clock" title="duration" data-since="${start}">running for ${formatDuration(now - start)}</span>`
@@ -221,12 +229,26 @@ export function runFooter(run: Run, t: RunTranscript | undefined, now: number): 
   return `<footer class="run-foot" id="${domId(`run-${run.id}-foot`)}" data-run-id="${run.id}" data-last-seq="${t?.lastSeq ?? 0}" data-applied="${t?.applied ?? 0}" data-server-last-seq="${run.lastSeq}">${parts.join('<span class="sep">·</span>')}</footer>`;
 }
 
+const SANDBOX: Record<string, { icon: string; word: string; tip: string }> = {
+  enforced: { icon: '🛡', word: 'sandboxed', tip: 'The OS sandbox held the planner: it could not write outside its scratch and state directories.' },
+  unavailable: { icon: '⚠', word: 'no sandbox', tip: 'There is no OS sandbox here: only the planner\'s own plan mode kept it from writing.' },
+  off: { icon: '⚠', word: 'sandbox off', tip: 'The OS sandbox is turned off (planwire.sandbox): only the planner\'s own plan mode kept it from writing.' },
+};
+
+/** The run's sandbox state, a shield when enforced and a warning otherwise (nothing before it is known). */
+export function sandboxBadge(run: Run): string {
+  const s = run.sandbox ? SANDBOX[run.sandbox] : undefined;
+  if (!s) return '';
+  return `<span class="sandbox sandbox-${run.sandbox}" data-sandbox="${run.sandbox}" title="${esc(s.tip)}">${s.icon} ${esc(s.word)}</span>`;
+}
+
 export function runHead(run: Run, index: number, label?: string): string {
   const planner = [run.tool, run.model].filter(Boolean).join(' / ');
   return `<summary class="run-head" id="${domId(`run-${run.id}-head`)}">` +
     `<span class="run-dot status-${run.status}${isLive(run) ? ' spin' : ''}"></span>` +
     `<span class="run-title">${esc(label ?? `Run ${index + 1}`)}</span>` +
     `<span class="run-status status-${run.status}">${esc(statusWord(run.status))}</span>` +
+    sandboxBadge(run) +
     `<span class="dim">${esc(planner)}${run.startedAt ? ` · started ${esc(clockTime(run.startedAt))}` : ''}</span>` +
     `</summary>`;
 }
@@ -236,10 +258,15 @@ export function runEnd(run: Run, t: RunTranscript | undefined): string {
   const failure = run.failure
     ? `<div class="error" role="alert"><span class="error-kind">${esc(run.status === 'interrupted' ? 'Interrupted' : 'Run failed')}</span> ${esc(run.failure.message || run.failure.code)}</div>`
     : '';
+  const paths = run.readonlyViolation?.paths ?? [];
+  const violation = paths.length
+    ? `<div class="error readonly-violation" role="alert"><span class="error-kind">Planning changed files</span> it must never write; review them before you build on the plan:` +
+      `<ul>${paths.map((p) => `<li><code>${esc(p)}</code></li>`).join('')}</ul></div>`
+    : '';
   const empty = !t?.blocks.length && !failure
     ? `<div class="dim">${isLive(run) ? 'Waiting for the planner…' : 'No transcript.'}</div>`
     : '';
-  return `<div class="run-end" id="${domId(`run-${run.id}-end`)}">${failure}${empty}</div>`;
+  return `<div class="run-end" id="${domId(`run-${run.id}-end`)}">${violation}${failure}${empty}</div>`;
 }
 
 /** A whole run: its head, its rows (in chunks), its end and its footer. */
@@ -288,7 +315,40 @@ function actions(ticket: Ticket): string {
   }
   if (!busy && (s === 'failed' || s === 'stopped')) b.push(`<button data-cmd="retry" class="secondary">Retry</button>`);
   if (s === 'needs_input') b.push(`<button data-cmd="answer">Answer…</button>`);
+  if (!busy && ticket.plan) {
+    b.push(`<button data-cmd="requestChanges" class="secondary">Request Changes…</button>`);
+    b.push(`<button data-cmd="handoff" class="secondary">Hand Off to Implementation…</button>`);
+    b.push(`<button data-cmd="exportPlan" class="secondary">Export Plan…</button>`);
+  }
+  if (ticket.plan) b.push(`<button data-cmd="planVersions" class="secondary">Plan Versions…</button>`);
+  if (!busy) b.push(`<button data-cmd="editTicket" class="secondary">Edit…</button>`);
   return b.join('');
+}
+
+/** The usage of every run of the ticket, summed (runs that reported none count nothing). */
+export function ticketUsage(transcripts: Iterable<RunTranscript>): { tokensIn: number; tokensOut: number; costUsd: number; runs: number } | undefined {
+  const sum = { tokensIn: 0, tokensOut: 0, costUsd: 0, runs: 0 };
+  for (const t of transcripts) {
+    if (!t.usage) continue;
+    sum.tokensIn += t.usage.inputTokens;
+    sum.tokensOut += t.usage.outputTokens;
+    sum.costUsd += t.usage.costUsd;
+    sum.runs++;
+  }
+  return sum.runs ? sum : undefined;
+}
+
+/** The header's second line: id, planner, branch, plan version, hand-off, usage, root. */
+function ticketMeta(ticket: Ticket, transcripts: Iterable<RunTranscript>): string {
+  const planner = [ticket.tool, ticket.model].filter(Boolean).join(' / ');
+  const parts = [`#${ticket.id}`, esc(planner)];
+  if (ticket.branch) parts.push(`<span class="branch" title="the git branch the work is for">⎇ ${esc(ticket.branch)}</span>`);
+  if (ticket.planVersion) parts.push(`<span class="plan-version">plan v${ticket.planVersion}</span>`);
+  if (ticket.handedOffAt) parts.push(`<span class="handed-off">handed off to ${esc(ticket.handedOffTool ?? 'a CLI')} ${esc(clockTime(ticket.handedOffAt))}</span>`);
+  const u = ticketUsage(transcripts);
+  if (u) parts.push(`<span class="ticket-usage" title="all runs of this ticket">${formatTokens(u.tokensIn)} in · ${formatTokens(u.tokensOut)} out · ${formatCost(u.costUsd)} in ${u.runs} run${u.runs === 1 ? '' : 's'}</span>`);
+  parts.push(esc(ticket.root));
+  return parts.join(' · ');
 }
 
 /** A part: a wrapper with an id, replaced whole when its content changes. */
@@ -312,12 +372,11 @@ export interface PageSpec {
 
 export function ticketPage(view: TicketView): PageSpec {
   const { ticket } = view;
-  const planner = [ticket.tool, ticket.model].filter(Boolean).join(' / ');
   const busy = ticket.status === 'planning' || ticket.status === 'queued';
   const head = `<header class="ticket" id="${domId('head')}">` +
     `<div class="title-row"><h1>${esc(ticket.title)}</h1>` +
     `<span class="badge status-${ticket.status}${busy ? ' live' : ''}" id="ticket-status">${esc(statusWord(ticket.status))}</span></div>` +
-    `<div class="meta dim">#${ticket.id} · ${esc(planner)} · ${esc(ticket.root)}</div>` +
+    `<div class="meta dim">${ticketMeta(ticket, view.transcripts.values())}</div>` +
     `<div class="actions">${actions(ticket)}</div>` +
     (ticket.description.trim()
       ? `<details class="description" id="${domId('description')}" data-key="description"${view.runs.length ? '' : ' open'}><summary>Description</summary><div class="md">${cachedMarkdown(ticket.description)}</div></details>`

@@ -10,11 +10,14 @@
 // tool call that got its result, reasoning that grew). The renderer sends only those rows to the
 // webview, so the cost of an update is proportional to what changed, not to the transcript.
 //
-// Deltas (`applyDelta`, for a future `planwire/delta` notification) extend the open text or
-// reasoning block of their agent in place; the stored event that closes the block replaces its
-// text, in the same block, so the row neither doubles nor moves.
+// Deltas (`applyDelta`, from `planwire/delta`) extend the open text or reasoning block of their
+// agent in place; the stored event that closes the block replaces its text, in the same block,
+// so the row neither doubles nor moves. A delta's `offset` (characters of the block sent before
+// it) tells a piece already shown (ignored) from a gap (the caller catches up: getTranscript's
+// `openBlocks` gives each open block as far as it was sent). Deltas that arrive while a catch-up
+// is in flight are held and applied after its page and open blocks, as the spec asks.
 
-import type { DeltaParams, TranscriptEvent } from './types';
+import type { DeltaParams, OpenBlock, TranscriptEvent } from './types';
 
 export type ToolState = 'running' | 'completed' | 'error';
 
@@ -27,7 +30,9 @@ export type Block =
   | { type: 'subagent'; key: string; agentRunId?: number; label: string; status?: string; ended: boolean; children: Block[] }
   | { type: 'error'; key: string; errorKind: string; message: string }
   | { type: 'question'; key: string; questionId: number }
-  | { type: 'raw'; key: string; lines: string[] };
+  | { type: 'raw'; key: string; lines: string[] }
+  /** Something the person should know that did not stop the run (e.g. no OS sandbox). */
+  | { type: 'warning'; key: string; message: string };
 
 export interface Usage {
   inputTokens: number;
@@ -59,6 +64,10 @@ export interface RunTranscript {
   questionRows: Map<number, Block[]>;
   /** Blocks growing from deltas, by `${agentRunId}:${kind}`. */
   open: Map<string, Block>;
+  /** Characters streamed into each open block so far (what the next delta's offset should be). */
+  sent: Map<string, number>;
+  /** Deltas received while behind (a gap, or a catch-up in flight), applied once caught up. */
+  held: DeltaParams[];
   /** Deltas seen (their blocks' keys). */
   deltas: number;
   /** True while a catch-up is in flight: deltas are ignored (their stored events follow). */
@@ -90,6 +99,8 @@ export function newRunTranscript(runId: number): RunTranscript {
     runningTools: new Set(),
     questionRows: new Map(),
     open: new Map(),
+    sent: new Map(),
+    held: [],
     deltas: 0,
     syncing: false,
     added: [],
@@ -180,48 +191,143 @@ function openKey(agentRunId: number | undefined, kind: 'text' | 'reasoning'): st
   return `${agentRunId ?? ''}:${kind}`;
 }
 
+/** Deltas held while behind, at most (older ones are dropped; the catch-up's open blocks cover them). */
+const MAX_HELD = 2000;
+
+/** What a delta did: changed the page, or showed a gap (fetch getTranscript for `openBlocks`). */
+export interface DeltaResult { changed: boolean; gap: boolean }
+
+function codePoints(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/** `s` without its first `n` characters (code points, as the server counts them). */
+function dropChars(s: string, n: number): string {
+  if (n <= 0) return s;
+  let i = 0;
+  for (const ch of s) {
+    if (n-- <= 0) break;
+    i += ch.length;
+  }
+  return s.slice(i);
+}
+
 /**
  * Applies a delta: a piece extending the open text or reasoning block of its agent (opening one
- * when there is none). Ignored while the transcript is behind (a gap, or a catch-up in flight):
- * the stored event that closes the block comes with the catch-up. True when something changed.
+ * when there is none). While the transcript is behind (a gap, or a catch-up in flight) it is
+ * held, and applied by `applyHeld` once caught up.
  */
-export function applyDelta(t: RunTranscript, d: Pick<DeltaParams, 'agentRunId' | 'kind' | 'text'>): boolean {
-  if (t.syncing || t.pending.size > 0 || !d.text || (d.kind !== 'text' && d.kind !== 'reasoning')) return false;
+export function applyDelta(t: RunTranscript, d: Pick<DeltaParams, 'agentRunId' | 'kind' | 'text' | 'offset'>): DeltaResult {
+  const none = { changed: false, gap: false };
+  if (!d.text || (d.kind !== 'text' && d.kind !== 'reasoning')) return none;
+  if (t.syncing || t.pending.size > 0) {
+    t.held.push(d as DeltaParams);
+    if (t.held.length > MAX_HELD) t.held.shift();
+    return none;
+  }
   const agent = d.agentRunId ?? undefined;
   const k = openKey(agent, d.kind);
   const open = t.open.get(k);
-  if (open && (open.type === 'text' || open.type === 'reasoning')) {
-    if (open.type === 'reasoning') {
-      open.live = (open.live ?? '') + d.text;
-      open.text = joinDelta(open.base ?? '', open.live);
-    } else {
-      open.text += d.text;
+  const offset = typeof d.offset === 'number' ? d.offset : undefined;
+  // With a block open, offset 0 is a piece of it already shown: the stored event that closes a
+  // block always comes before the next block's first piece.
+  if (open) {
+    const sent = t.sent.get(k) ?? 0;
+    let piece = d.text;
+    if (offset !== undefined) {
+      if (offset > sent) return { changed: false, gap: true };
+      piece = dropChars(d.text, sent - offset);
+      if (!piece) return none;
     }
-    t.changed.add(open);
-    t.rev++;
-    return true;
+    extend(t, k, open, piece);
+    return { changed: true, gap: false };
   }
+  // A piece from the middle of a block this page never saw the start of.
+  if (offset !== undefined && offset > 0) return { changed: false, gap: true };
+  openBlock(t, agent, d.kind, d.text);
+  return { changed: true, gap: false };
+}
+
+/** Appends a piece to an open block. */
+function extend(t: RunTranscript, k: string, open: Block, piece: string): void {
+  if (open.type === 'reasoning') {
+    open.live = (open.live ?? '') + piece;
+    open.text = joinDelta(open.base ?? '', open.live);
+  } else if (open.type === 'text') {
+    open.text += piece;
+  }
+  t.sent.set(k, (t.sent.get(k) ?? 0) + codePoints(piece));
+  t.changed.add(open);
+  t.rev++;
+}
+
+/** Opens a block streaming `text`; reasoning continues the stored reasoning right before it. */
+function openBlock(t: RunTranscript, agent: number | undefined, kind: 'text' | 'reasoning', text: string): void {
+  const k = openKey(agent, kind);
   const into = containerFor(t, agent);
   const last = into.list[into.list.length - 1];
-  if (d.kind === 'reasoning' && last && last.type === 'reasoning' && !last.streaming) {
+  t.sent.set(k, codePoints(text));
+  t.rev++;
+  if (kind === 'reasoning' && last && last.type === 'reasoning' && !last.streaming) {
     // Stored reasoning events next to each other are one block: the delta continues it.
     last.streaming = true;
     last.base = last.text;
-    last.live = d.text;
-    last.text = joinDelta(last.base, d.text);
+    last.live = text;
+    last.text = joinDelta(last.base, text);
     t.open.set(k, last);
     t.changed.add(last);
-    t.rev++;
-    return true;
+    return;
   }
   const key = `r${t.runId}-d${++t.deltas}`;
-  const block: Block = d.kind === 'text'
-    ? { type: 'text', key, text: d.text, final: false, streaming: true }
-    : { type: 'reasoning', key, text: d.text, streaming: true, base: '', live: d.text };
+  const block: Block = kind === 'text'
+    ? { type: 'text', key, text, final: false, streaming: true }
+    : { type: 'reasoning', key, text, streaming: true, base: '', live: text };
   t.open.set(k, block);
   push(t, into, block);
-  t.rev++;
-  return true;
+}
+
+/**
+ * Takes getTranscript's `openBlocks` (on a page that reached the run's last seq): each open block
+ * shows exactly the text sent so far, in the row already streaming when there is one.
+ */
+export function applyOpenBlocks(t: RunTranscript, blocks: readonly OpenBlock[]): boolean {
+  let changed = false;
+  for (const b of blocks) {
+    if (!b.text || (b.kind !== 'text' && b.kind !== 'reasoning')) continue;
+    const agent = b.agentRunId ?? undefined;
+    const k = openKey(agent, b.kind);
+    const open = t.open.get(k);
+    if (!open) {
+      openBlock(t, agent, b.kind, b.text);
+    } else {
+      if (open.type === 'reasoning') {
+        open.live = b.text;
+        open.text = joinDelta(open.base ?? '', b.text);
+      } else if (open.type === 'text') {
+        open.text = b.text;
+      }
+      t.sent.set(k, codePoints(b.text));
+      t.changed.add(open);
+      t.rev++;
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+/** Applies the deltas held while behind (their offsets skip what the catch-up already showed). */
+export function applyHeld(t: RunTranscript): DeltaResult {
+  const held = t.held;
+  t.held = [];
+  const out = { changed: false, gap: false };
+  for (const d of held) {
+    const r = applyDelta(t, d);
+    out.changed ||= r.changed;
+    out.gap ||= r.gap;
+  }
+  return out;
 }
 
 /** Reasoning streamed after stored reasoning: a new paragraph, as `joinText` does. */
@@ -236,6 +342,7 @@ function closeOpen(t: RunTranscript, agentRunId: number | undefined, kind: 'text
   const open = t.open.get(k);
   if (!open) return false;
   t.open.delete(k);
+  t.sent.delete(k);
   if (open.type === 'text') {
     open.text = text;
     open.final = final;
@@ -351,6 +458,9 @@ function applyOne(t: RunTranscript, ev: TranscriptEvent): void {
       push(t, containerFor(t, ev.agentRunId), block);
       return;
     }
+    case 'warning':
+      push(t, containerFor(t, ev.agentRunId), { type: 'warning', key, message: ev.message ?? '' });
+      return;
     case 'raw': {
       const into = containerFor(t, ev.agentRunId);
       const last = into.list[into.list.length - 1];

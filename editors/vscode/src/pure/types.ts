@@ -50,6 +50,13 @@ export interface Ticket {
   dependsOn?: number[];
   /** The breakdown run that created this ticket, if one did. */
   initiativeRunId?: number | null;
+  /** The git branch the work is for (null when none). */
+  branch?: string | null;
+  /** The number of `plan`'s version (null while never planned). */
+  planVersion?: number | null;
+  /** When the plan was last handed off, and to which CLI (`planwire/handoff`). */
+  handedOffAt?: string | null;
+  handedOffTool?: string | null;
 }
 
 export interface Failure { code: string; message: string }
@@ -73,7 +80,18 @@ export interface Run {
   failure?: Failure | null;
   providerSessionId?: string | null;
   lastSeq: number;
+  /** The directory the planner ran in: the root, or the branch's worktree. */
+  cwd?: string | null;
+  /** Whether the OS sandbox held the run's planner processes (null before the first starts). */
+  sandbox?: SandboxState | null;
+  /** Files the run changed in a work tree it planned in (it must never). */
+  readonlyViolation?: { paths: string[] } | null;
+  /** Milliseconds from the run's start; null while it is active. */
+  timing?: RunTiming | null;
 }
+
+export type SandboxState = 'enforced' | 'unavailable' | 'off';
+export interface RunTiming { firstOutputMs: number | null; firstFinalMs: number | null; totalMs: number }
 
 export interface Message {
   id: number;
@@ -95,6 +113,7 @@ export type TranscriptEvent = EventBase & (
   | { kind: 'error'; errorKind: string; message: string }
   | { kind: 'question'; questionId: number }
   | { kind: 'raw'; line: string }
+  | { kind: 'warning'; message: string }
 );
 
 export interface PlannerInfo {
@@ -107,7 +126,9 @@ export interface PlannerInfo {
 }
 
 export interface GetTicketResult { ticket: Ticket; messages: Message[]; questions: Question[]; runs: Run[] }
-export interface GetTranscriptResult { events: TranscriptEvent[]; lastSeq: number; done: boolean }
+/** A block streaming live now, as far as `planwire/delta` has sent it. */
+export interface OpenBlock { agentRunId?: number | null; kind: 'text' | 'reasoning'; text: string }
+export interface GetTranscriptResult { events: TranscriptEvent[]; lastSeq: number; done: boolean; openBlocks?: OpenBlock[] }
 export interface StatusResult {
   activeRuns: Run[];
   planners: PlannerInfo[];
@@ -116,11 +137,17 @@ export interface StatusResult {
 /** `ticketId` is null for a breakdown's transcript. */
 export interface TranscriptParams { ticketId: number | null; runId: number; events: TranscriptEvent[] }
 /**
- * A piece of text or reasoning still being written (a future `planwire/delta` notification): it
- * extends the open block of that kind of that agent; the stored `text` / `reasoning` event that
- * closes the block replaces it. Not sent by the server yet.
+ * A piece of text or reasoning still being written (`planwire/delta`): it extends the open block
+ * of that kind of that agent; the stored `text` / `reasoning` event that closes the block
+ * replaces it. `offset`: the characters (code points) of the block sent before this piece.
  */
-export interface DeltaParams { ticketId: number | null; runId: number; agentRunId?: number | null; kind: 'text' | 'reasoning'; text: string }
+export interface DeltaParams { ticketId: number | null; runId: number; agentRunId?: number | null; kind: 'text' | 'reasoning'; text: string; offset?: number }
+
+/** A plan version (`planwire/listPlans`, `planwire/getPlan`). */
+export interface PlanVersion { version: number; runId: number | null; createdAt: string; plan: Plan; markdown: string }
+export interface ListPlansResult { plans: PlanVersion[] }
+export interface ExportPlanResult { path: string; bytes: number; version: number }
+export interface HandoffResult { argv: string[]; cwd: string; planPath: string; version: number }
 
 /** One agent of a run: a pass ("Outline", "Expansion"), linked research, or a subagent. */
 export interface AgentRun {

@@ -105,9 +105,30 @@ function createdTicket(title) {
   return e.result.id;
 }
 
-async function newTicket(title, description) {
-  await wb.newTicket(title, description);
+async function newTicket(title, description, branch = '') {
+  await wb.newTicket(title, description, branch);
   return createdTicket(title);
+}
+
+/** Claude stream-json lines of a run whose text streams as deltas, then is stored whole. */
+function claudeLines(before, after, gate) {
+  const session = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
+  const out = (v) => ({ out: JSON.stringify(v), delayMs: 20 });
+  const delta = (text) => out({ type: 'stream_event', session_id: session, parent_tool_use_id: null, event: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } } });
+  const whole = [...before, ...after].join('');
+  return [
+    out({ type: 'system', subtype: 'init', session_id: session, cwd: WORKSPACE, tools: ['Read'], permissionMode: 'plan' }),
+    ...before.map(delta),
+    ...(gate ? [{ awaitFile: gate }] : []),
+    ...after.map(delta),
+    out({ type: 'assistant', session_id: session, parent_tool_use_id: null, message: { id: 'msg_1', role: 'assistant', content: [{ type: 'text', text: whole }] } }),
+    out({ type: 'result', subtype: 'success', is_error: false, session_id: session, result: whole, total_cost_usd: 0.0012, usage: { input_tokens: 120, output_tokens: 30 } }),
+    { exit: 0 },
+  ];
+}
+
+function writeStreamScript(file, gate, before, after) {
+  writeFileSync(file, claudeLines(before, after, gate).map((l) => JSON.stringify(l)).join('\n') + '\n');
 }
 
 // ---- the test ----------------------------------------------------------------------------
@@ -544,6 +565,249 @@ try {
     await shot('19-linked-project');
     const links = (await treeRows()).find((r) => r.label === 'Linked projects');
     return `Linked projects shows "${links?.description}"`;
+  });
+
+  // ---- live deltas (issue 12) ----
+  const streamScript = join(RUN, 'stream.jsonl');
+  const streamGate = join(RUN, 'stream.gate');
+  const streamTitle = 'Stream the greeting';
+  let streamId;
+  const planJson = (title, description) => ` <planwire-plan>${JSON.stringify({ title, description, acceptanceCriteria: ['it greets the world'], openQuestions: [], dependencies: [] })}</planwire-plan>`;
+  await step('live deltas: a block grows in place, opened mid-block it starts from openBlocks, its stored text replaces it (one copy)', async () => {
+    writeStreamScript(streamScript, streamGate, ['Reading ', 'the ', 'code.'], [' Done.', planJson('Greet the world', 'Change the string in src/main.rs.')]);
+    await runCommand('Notifications: Clear All Notifications');
+    await runCommand('View: Close All Editors');
+    await choosePlanner('script', streamScript);
+    streamId = await newTicket(streamTitle, 'Stream the text live.');
+    await runCommand('planwire: Plan Ticket');
+    let f = await transcriptFrame(streamId);
+    const growing = () => f.locator('.text.streaming');
+    await waitFor('the growing block to read "Reading the code."', async () => (await growing().count()) === 1 && (await growing().innerText()).trim() === 'Reading the code.', 15_000);
+    const rowId = await growing().getAttribute('id');
+    await shot('21-delta-growing');
+    // Opened again mid-block: getTranscript's openBlocks give the text so far.
+    await runCommand('View: Close Editor');
+    await waitFor('the old webview to go', () => f.isDetached(), 10_000);
+    await ticketRow(streamTitle).click();
+    f = await transcriptFrame(streamId);
+    await waitFor('the reopened page to show the open block', async () => (await growing().count()) === 1 && (await growing().innerText()).trim() === 'Reading the code.', 10_000);
+    const page1 = events().filter((e) => e.event === 'response' && e.method === 'planwire/getTranscript' && e.result?.openBlocks).pop();
+    if (!page1) throw new Error('no getTranscript page carried openBlocks');
+    const reopenedId = await growing().getAttribute('id');
+    writeFileSync(streamGate, '');
+    await waitForStatus(streamTitle, 'planned', 20_000);
+    await waitFor('the stored text to close the block', async () => (await growing().count()) === 0 && (await f.locator('section.plan').isVisible()), 10_000);
+    const texts = await f.locator('.text').evaluateAll((els) => els.map((e) => ({ id: e.id, text: e.textContent.trim() })));
+    const copies = texts.filter((t) => t.text.includes('Reading the code'));
+    if (copies.length !== 1) throw new Error(`"Reading the code" shown ${copies.length} times: ${JSON.stringify(texts)}`);
+    if (copies[0].text !== 'Reading the code. Done.') throw new Error(`the block reads "${copies[0].text}"`);
+    if (copies[0].id !== reopenedId) throw new Error(`the stored text went into a new row (${copies[0].id}), not the growing one (${reopenedId})`);
+    await shot('22-delta-replaced');
+    return `grew to "Reading the code." (row ${rowId}), reopened from openBlocks, then replaced in place by "${copies[0].text}", one copy`;
+  });
+
+  await step('the run header shows the sandbox state; the footer shows timing and usage; the header sums the ticket\'s usage', async () => {
+    const f = await transcriptFrame(streamId);
+    const run = events().filter((e) => e.event === 'runChanged' && e.status === 'completed').pop();
+    const badge = f.locator('.run-head .sandbox').last();
+    await waitFor('the sandbox badge', () => badge.isVisible(), 5000);
+    const state = await badge.getAttribute('data-sandbox');
+    if (state !== run?.sandbox) throw new Error(`the badge says ${state}, the run ${run?.sandbox}`);
+    const word = (await badge.innerText()).trim();
+    const foot = (await f.locator('footer.run-foot').last().innerText()).trim();
+    if (!/first output/.test(foot) || !/first answer/.test(foot) || !/total/.test(foot)) throw new Error(`the footer has no timing: "${foot}"`);
+    if (!/\bin\b.*\bout\b/.test(foot) || !/\$/.test(foot)) throw new Error(`the footer has no usage: "${foot}"`);
+    const meta = (await f.locator('header.ticket .meta').innerText()).trim();
+    if (!/plan v1/.test(meta) || !/in 1 run/.test(meta)) throw new Error(`the header shows "${meta}"`);
+    return `badge "${word}" (${state}); footer "${foot}"; header "${meta}"`;
+  });
+
+  // ---- the living plan (issues 14 and 15) ----
+  const editedTitle = 'Greet the whole world';
+  await step('edit the ticket (title, description, branch): the tree and the header show the branch', async () => {
+    await ticketRow(streamTitle).click();
+    await runCommand('planwire: Edit Ticket…');
+    await answerInput('Edit Ticket (1/3)', editedTitle);
+    await answerInput('Edit Ticket (2/3)', 'Stream the text live, and greet everyone.');
+    await answerInput('Edit Ticket (3/3)', 'greeting');
+    await waitFor('the branch in the tree', async () => (await rowDescription(editedTitle)).includes('⎇ greeting'), 8000);
+    const f = await transcriptFrame(streamId);
+    await waitFor('the branch in the transcript header', async () => (await f.locator('header.ticket .branch').innerText().catch(() => '')).includes('greeting'), 5000);
+    const h1 = (await f.locator('header.ticket h1').innerText()).trim();
+    if (h1 !== editedTitle) throw new Error(`the header's title is "${h1}"`);
+    return `tree "${await rowDescription(editedTitle)}"`;
+  });
+
+  await step('a ticket can be created with a branch; a branch that does not exist is a clear error', async () => {
+    const okId = await newTicket('Branch from the start', 'Planned on its branch.', 'greeting');
+    await waitFor('the branch in the tree', async () => (await rowDescription('Branch from the start')).includes('⎇ greeting'), 5000);
+    await runCommand('Notifications: Clear All Notifications');
+    await runCommand('planwire: New Ticket');
+    await answerInput('New Ticket (1/3)', 'On a missing branch');
+    await answerInput('New Ticket (2/3)', '');
+    await answerInput('New Ticket (3/3)', 'no-such-branch');
+    const toast = page.locator('.notification-toast').filter({ hasText: 'no-such-branch' }).first();
+    await waitFor('the error naming the branch', () => toast.isVisible(), 8000);
+    const msg = (await toast.innerText()).trim().split('\n')[0];
+    if (await ticketRow('On a missing branch').count()) throw new Error('a ticket was created on a missing branch');
+    return `ticket ${okId} on greeting; "${msg}"`;
+  });
+
+  await step('an edit that races a run is refused with a clear message (planwire/updateTicket -32010)', async () => {
+    await runCommand('Notifications: Clear All Notifications');
+    await choosePlanner('script', 'slow');
+    const raceTitle = 'Edited while planning';
+    const raceId = await newTicket(raceTitle, 'Planning starts while the edit is typed.');
+    await ticketRow(raceTitle).click();
+    const f = await transcriptFrame(raceId);
+    await runCommand('planwire: Edit Ticket…');
+    await waitFor('the edit input', async () => (await quickInputVisible()) && (await quickInput().locator('.quick-input-title').innerText()).includes('Edit Ticket (1/3)'), 6000);
+    // The input stays open (ignoreFocusOut) while planning starts from the transcript's button.
+    await f.locator('button[data-cmd="plan"]').click();
+    await waitForStatus(raceTitle, 'planning', 10_000);
+    await answerInput('Edit Ticket (1/3)', `${raceTitle} (edited)`);
+    await answerInput('Edit Ticket (2/3)', '');
+    await answerInput('Edit Ticket (3/3)', '');
+    const toast = page.locator('.notification-toast').filter({ hasText: 'cannot be edited now' }).first();
+    await waitFor('the refusal', () => toast.isVisible(), 8000);
+    const msg = (await toast.innerText()).trim().split('\n')[0];
+    if (!events().some((e) => e.event === 'editBusy' && e.ticketId === raceId)) throw new Error('no editBusy event');
+    await shot('23-edit-refused');
+    await ticketRow(raceTitle).click();
+    await runCommand('planwire: Stop Planning');
+    await waitForStatus(raceTitle, 'stopped', 10_000);
+    if (await ticketRow(`${raceTitle} (edited)`).count()) throw new Error('the refused edit changed the title');
+    return `"${msg}"`;
+  });
+
+  await step('request changes from the transcript\'s button: a second plan version; compare v1 ↔ v2 in the diff editor, show v1', async () => {
+    await runCommand('Notifications: Clear All Notifications');
+    await runCommand('View: Close All Editors');
+    // The planner's next answer: a changed plan.
+    writeStreamScript(streamScript, streamGate, ['Revising.'], [planJson('Greet the world, tested', 'Change the string in src/main.rs.\n\nAdd a test that runs the binary.')]);
+    await ticketRow(editedTitle).click();
+    const f = await transcriptFrame(streamId);
+    await f.locator('button[data-cmd="requestChanges"]').click();
+    await answerInput('Request Changes', 'Also add a test that checks the printed greeting.');
+    await waitFor('the second plan version', async () => /plan v2/.test(await f.locator('header.ticket .meta').innerText()), 30_000);
+    await waitForStatus(editedTitle, 'planned', 10_000);
+    const plan = events().filter((e) => e.event === 'requestChanges' && e.ticketId === streamId);
+    if (!plan.length) throw new Error('no requestChanges event');
+    await runCommand('planwire: Plan Versions…');
+    const compare = quickInput().locator('.monaco-list-row').filter({ hasText: 'Compare v1 ↔ v2' }).first();
+    await waitFor('"Compare v1 ↔ v2" in the pick', () => compare.isVisible(), 6000);
+    await compare.click();
+    const diff = page.locator('.monaco-diff-editor').first();
+    await waitFor('the diff editor', () => diff.isVisible(), 10_000);
+    const modified = await waitFor('the new version on the right', async () => {
+      const t = await diff.locator('.editor.modified .view-lines').innerText().catch(() => '');
+      return t.includes('tested') && t;
+    }, 10_000);
+    const original = await diff.locator('.editor.original .view-lines').innerText();
+    if (original.includes('tested')) throw new Error('the left side shows the new version');
+    const tab = (await page.locator('.tabs-container .tab.active').innerText()).trim();
+    await shot('24-plan-diff');
+    await runCommand('planwire: Plan Versions…');
+    const v1 = quickInput().locator('.monaco-list-row').filter({ hasText: 'v1 · Greet the world' }).first();
+    await waitFor('v1 in the pick', () => v1.isVisible(), 6000);
+    await v1.click();
+    await waitFor('v1 in an editor', async () => {
+      const t = await page.locator('.editor-instance .view-lines').first().innerText().catch(() => '');
+      return t.includes('# Greet the world') && !t.includes('tested');
+    }, 10_000);
+    return `diff "${tab.replace(/\s+/g, ' ')}": left ${original.split('\n').length} lines, right has "${modified.split('\n').find((l) => l.includes('tested'))}"`;
+  });
+
+  await step('export the plan: the save dialog defaults to the server\'s path; exporting again asks before replacing (-32014)', async () => {
+    await runCommand('Notifications: Clear All Notifications');
+    await ticketRow(editedTitle).click();
+    const exportOnce = async () => {
+      await runCommand('planwire: Export Plan…');
+      await waitFor('the save dialog', async () => (await quickInputVisible()) && (await quickInput().locator('.quick-input-title').innerText()).includes('export plan v2'), 8000);
+      const box = quickInput().locator('.quick-input-box input').first();
+      const value = await box.inputValue();
+      await box.press('Enter');
+      return value;
+    };
+    // code-server's simple dialog asks "Yes"/"No" itself (to create the folder, to replace a file).
+    const sayYes = async () => {
+      const yes = quickInput().locator('.monaco-list-row').filter({ hasText: /^\s*Yes\s*$/ }).first();
+      if (await yes.isVisible().catch(() => false)) await yes.click().catch(() => undefined);
+    };
+    const before = events().filter((e) => e.event === 'exported').length;
+    const shown = await exportOnce();
+    const expected = `.planwire/plans/${streamId}-`;
+    if (!shown.includes(expected) || !shown.endsWith('.md')) throw new Error(`the dialog offered "${shown}"`);
+    const first = await waitFor('the export', async () => {
+      await sayYes();
+      return events().filter((e) => e.event === 'exported').slice(before)[0];
+    }, 10_000);
+    const text = readFileSync(first.path, 'utf8');
+    if (!text.startsWith('# Greet the world, tested') || !/Plan version 2 of planwire ticket/.test(text)) throw new Error(`the file reads: ${text.slice(0, 200)}`);
+    // Again: the file exists. The dialog may ask first (code-server's simple dialog does), then planwire.
+    await exportOnce();
+    await waitFor('the overwrite question', async () => {
+      await sayYes();
+      return events().some((e) => e.event === 'exportConflict' && e.ticketId === streamId);
+    }, 10_000);
+    const dialog = page.locator('.monaco-dialog-box');
+    await waitFor('planwire asking to replace the file', () => dialog.isVisible(), 5000);
+    const question = (await dialog.innerText()).split('\n')[0];
+    await dialog.locator('.monaco-button', { hasText: 'Replace' }).first().click();
+    await waitFor('the second export', () => events().filter((e) => e.event === 'exported').length === before + 2, 8000);
+    return `wrote ${first.path.slice(WORKSPACE.length + 1)} (${first.bytes} bytes); again: "${question}" → replaced`;
+  });
+
+  await step('hand off to implementation: codex starts in an integrated terminal, in the ticket\'s directory', async () => {
+    await runCommand('Notifications: Clear All Notifications');
+    await ticketRow(editedTitle).click();
+    await runCommand('planwire: Hand Off to Implementation…');
+    await pickItem('codex');
+    const h = await waitFor('the hand-off terminal', () => events().find((e) => e.event === 'handoffTerminal' && e.ticketId === streamId), 8000);
+    if (!h.argv[0].endsWith('/codex') || h.argv[h.argv.length - 2] !== '--' || !/^Implement the plan in the file /.test(h.argv[h.argv.length - 1])) throw new Error(`argv ${JSON.stringify(h.argv)}`);
+    const term = await waitFor('the stand-in codex\'s output in the terminal', async () => {
+      const t = await page.locator('.terminal-wrapper .xterm-rows').first().innerText().catch(() => '');
+      return t.includes('stand-in codex in') && t;
+    }, 15_000);
+    const line = term.split('\n').find((l) => l.includes('stand-in codex in')).trim();
+    if (!line.includes(h.cwd)) throw new Error(`the terminal says "${line}", expected the cwd ${h.cwd}`);
+    const f = await transcriptFrame(streamId);
+    await waitFor('"handed off to codex" in the header', async () => /handed off to codex/.test(await f.locator('header.ticket .meta').innerText()), 5000);
+    await shot('25-handoff-terminal');
+    await runCommand('Terminal: Kill All Terminals').catch(() => undefined);
+    return `"${line.slice(0, 90)}…"`;
+  });
+
+  // ---- no OS sandbox (issue 11); last, since it restarts the server ----
+  await step('planwire.sandbox "off": the run header warns, the warning event is shown, files the planner wrote are an error', async () => {
+    await runCommand('Notifications: Clear All Notifications');
+    await runCommand('View: Close All Editors');
+    const readyBefore = events().filter((e) => e.event === 'ready').length;
+    const settingsFile = join(RUN, 'user', 'User', 'settings.json');
+    const settings = JSON.parse(readFileSync(settingsFile, 'utf8'));
+    settings['planwire.sandbox'] = 'off';
+    writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
+    await waitFor('the server to restart with the sandbox off', () => events().filter((e) => e.event === 'ready').length > readyBefore, 30_000);
+    const plant = join(RUN, 'plant.jsonl');
+    writeFileSync(plant, [
+      { spawn: ['sh', '-c', 'echo planted > planted.txt'] },
+      { sleepMs: 500 },
+      ...claudeLines(['Planted a file.'], [planJson('Plant nothing', 'A plan.')]),
+    ].map((l) => JSON.stringify(l)).join('\n') + '\n');
+    await choosePlanner('script', plant);
+    const title = 'Plan without a sandbox';
+    const id = await newTicket(title, 'Its planner writes a file.');
+    await runCommand('planwire: Plan Ticket');
+    const f = await transcriptFrame(id);
+    await waitForStatus(title, 'planned', 20_000);
+    const badge = f.locator('.run-head .sandbox[data-sandbox="off"]');
+    await waitFor('"sandbox off" in the run header', () => badge.isVisible(), 5000);
+    const warning = await waitFor('the warning row', async () => (await f.locator('.warning').count()) && (await f.locator('.warning').first().innerText()).trim(), 5000);
+    if (!/sandbox/.test(warning)) throw new Error(`the warning reads "${warning}"`);
+    const violation = await waitFor('the read-only violation', async () => (await f.locator('.readonly-violation').count()) && (await f.locator('.readonly-violation').innerText()).trim(), 8000);
+    if (!violation.includes('planted.txt')) throw new Error(`the violation reads "${violation}"`);
+    await shot('26-no-sandbox');
+    return `badge "${(await badge.innerText()).trim()}"; warning "${warning.slice(0, 70)}…"; violation lists planted.txt`;
   });
 
 } finally {

@@ -124,10 +124,11 @@ export function workbench(page) {
     await waitFor('the Tickets view', () => ticketsView().isVisible(), 5000);
   }
 
-  async function newTicket(title, description) {
+  async function newTicket(title, description, branch = '') {
     await runCommand('planwire: New Ticket');
-    await answerInput('New Ticket (1/2)', title);
-    await answerInput('New Ticket (2/2)', description);
+    await answerInput('New Ticket (1/3)', title);
+    await answerInput('New Ticket (2/3)', description);
+    await answerInput('New Ticket (3/3)', branch);
     await waitFor(`"${title}" in the tree`, async () => (await ticketRow(title).count()) > 0, 8000);
   }
 

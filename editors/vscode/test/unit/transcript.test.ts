@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyDelta, applyEvents, countBlocks, newRunTranscript, stripPlanBlock, takeChanges } from '../../src/pure/transcript';
+import { applyDelta, applyEvents, applyHeld, applyOpenBlocks, countBlocks, newRunTranscript, stripPlanBlock, takeChanges } from '../../src/pure/transcript';
 import type { TranscriptEvent } from '../../src/pure/types';
 
 let ts = 0;
@@ -172,7 +172,7 @@ test('takeChanges: blocks added in order with their container, and blocks change
 
 test('text deltas extend one block; the stored text event closes it in place, without a second block', () => {
   const t = newRunTranscript(1);
-  assert.equal(applyDelta(t, { kind: 'text', text: 'Hel' }), true);
+  assert.equal(applyDelta(t, { kind: 'text', text: 'Hel' }).changed, true);
   applyDelta(t, { kind: 'text', text: 'lo.' });
   assert.equal(t.blocks.length, 1);
   const b = t.blocks[0];
@@ -214,8 +214,58 @@ test('deltas of a subagent grow its own block; text and reasoning are open at on
   assert.equal(sub.children.length, 2);
   // Behind: a catch-up in flight, or events held back behind a gap.
   t.syncing = true;
-  assert.equal(applyDelta(t, { kind: 'text', text: 'x' }), false);
+  assert.equal(applyDelta(t, { kind: 'text', text: 'x' }).changed, false);
   t.syncing = false;
   applyEvents(t, [text(9, 'ahead of a gap')]);
-  assert.equal(applyDelta(t, { kind: 'text', text: 'x' }), false);
+  assert.equal(applyDelta(t, { kind: 'text', text: 'x' }).changed, false);
+  assert.equal(t.held.length, 2, 'held, for after the catch-up');
+});
+
+test('offsets: a piece already shown is skipped, an overlapping one adds only its new part, a gap asks for a catch-up', () => {
+  const t = newRunTranscript(1);
+  assert.deepEqual(applyDelta(t, { kind: 'text', text: 'Réad', offset: 0 }), { changed: true, gap: false });
+  assert.equal(applyDelta(t, { kind: 'text', text: 'Réad', offset: 0 }).changed, false, 'offset 0 again: already shown');
+  assert.equal(t.blocks.length, 1);
+  const b = t.blocks[0] as { text: string };
+  assert.equal(applyDelta(t, { kind: 'text', text: 'ad', offset: 2 }).changed, false, 'already shown');
+  assert.equal(applyDelta(t, { kind: 'text', text: 'ading', offset: 2 }).changed, true, 'overlapping');
+  assert.equal(b.text, 'Réading');
+  assert.deepEqual(applyDelta(t, { kind: 'text', text: 'x', offset: 99 }), { changed: false, gap: true });
+  assert.equal(b.text, 'Réading');
+  // A page that never saw a block's start cannot show its middle.
+  const u = newRunTranscript(2);
+  assert.deepEqual(applyDelta(u, { kind: 'text', text: 'middle', offset: 5 }), { changed: false, gap: true });
+  assert.equal(u.blocks.length, 0);
+});
+
+test('attached mid-block: openBlocks give the text so far, held deltas continue it at their offset, the stored event replaces it once', () => {
+  const t = newRunTranscript(1);
+  t.syncing = true;
+  // Deltas that arrive while getTranscript is answered: one the page already covers, one after.
+  applyDelta(t, { kind: 'text', text: 'Reading ', offset: 0 });
+  applyDelta(t, { kind: 'text', text: 'the ', offset: 8 });
+  applyDelta(t, { kind: 'text', text: 'code.', offset: 12 });
+  applyEvents(t, [{ seq: 1, ts: at(), kind: 'session', providerSessionId: 's' }]);
+  assert.equal(applyOpenBlocks(t, [{ kind: 'text', text: 'Reading the ' }]), true);
+  t.syncing = false;
+  assert.deepEqual(applyHeld(t), { changed: true, gap: false });
+  assert.equal(t.blocks.length, 1);
+  assert.equal((t.blocks[0] as { text: string }).text, 'Reading the code.');
+  applyEvents(t, [text(2, 'Reading the code. Done.', true)]);
+  assert.equal(t.blocks.length, 1);
+  assert.ok(t.blocks[0].type === 'text' && !t.blocks[0].streaming && t.blocks[0].text === 'Reading the code. Done.');
+  // openBlocks for a block already streaming here set it to exactly what was sent.
+  applyDelta(t, { kind: 'reasoning', text: 'Hmm', offset: 0 });
+  applyOpenBlocks(t, [{ kind: 'reasoning', text: 'Hmm, so' }]);
+  assert.equal(t.blocks.length, 2);
+  assert.equal((t.blocks[1] as { text: string }).text, 'Hmm, so');
+  applyDelta(t, { kind: 'reasoning', text: ' then', offset: 7 });
+  assert.equal((t.blocks[1] as { text: string }).text, 'Hmm, so then');
+});
+
+test('a warning event is a row of its own', () => {
+  const t = newRunTranscript(1);
+  applyEvents(t, [{ seq: 1, ts: at(), kind: 'warning', message: 'Planning runs without the OS sandbox.' }]);
+  assert.deepEqual(t.blocks.map((b) => b.type), ['warning']);
+  assert.equal((t.blocks[0] as { message: string }).message, 'Planning runs without the OS sandbox.');
 });
