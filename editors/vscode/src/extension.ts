@@ -7,10 +7,10 @@ import { ErrorCodes, METHOD_NOT_FOUND, Planwire, errorCode, errorMessage } from 
 import { TicketStore, TicketTree, normalizeRoot, workspaceRoots, type Node } from './tickets';
 import { TranscriptPanels } from './transcriptPanel';
 import { askQuestion } from './answer';
-import { branchProblem, registerLivingPlan } from './living';
+import { registerLivingPlan } from './living';
 import { answerable, needsInput, questionSummary, statusSummary } from './pure/questions';
 import { statusWord } from './pure/render';
-import { ticketFromMarkdown } from './pure/ticketText';
+import { branchProblem, ticketFromMarkdown } from './pure/ticketText';
 import { initiativeTitle, passMessage, suggestLinkName } from './pure/initiative';
 import type { GetRunResult, GetTicketResult, LinksResult, MemoryEntry, MemorySuggestion, PlannerInfo, Question, Run, StatusResult, Ticket } from './pure/types';
 import { testLog } from './testlog';

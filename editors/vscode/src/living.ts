@@ -6,6 +6,7 @@
 import * as vscode from 'vscode';
 import { ErrorCodes, errorCode, errorMessage, type Planwire } from './client';
 import type { ExportPlanResult, HandoffResult, ListPlansResult, PlanVersion, Ticket } from './pure/types';
+import { branchProblem } from './pure/ticketText';
 import { testLog } from './testlog';
 
 /** The scheme of a plan version's document: `planwire-plan:/<ticketId>/v<version>.md`. */
@@ -273,14 +274,4 @@ export function registerLivingPlan(context: vscode.ExtensionContext, deps: Livin
     terminal.show();
     testLog({ event: 'handoffTerminal', ticketId: t.id, tool: pick.tool, argv: res.argv, cwd: res.cwd, version: res.version });
   });
-}
-
-/** A branch name the server would refuse at once (it checks that the branch exists). */
-export function branchProblem(v: string): string | undefined {
-  const b = v.trim();
-  if (!b) return undefined;
-  if (b.startsWith('-')) return 'A branch name may not start with -';
-  // eslint-disable-next-line no-control-regex
-  if (/[\s\x00-\x1f\x7f]/.test(b)) return 'A branch name may not hold spaces or control characters';
-  return undefined;
 }

@@ -169,7 +169,9 @@ cat > "$RUN/user/User/settings.json" <<JSON
   "extensions.ignoreRecommendations": true,
   "git.enabled": false,
   "window.dialogStyle": "custom",
-  "editor.minimap.enabled": false
+  "editor.minimap.enabled": false,
+  "terminal.integrated.gpuAcceleration": "off",
+  "remote.autoForwardPorts": false
 }
 JSON
 

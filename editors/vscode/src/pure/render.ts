@@ -230,7 +230,7 @@ export function runFooter(run: Run, t: RunTranscript | undefined, now: number): 
 }
 
 const SANDBOX: Record<string, { icon: string; word: string; tip: string }> = {
-  enforced: { icon: '🛡', word: 'sandboxed', tip: 'The OS sandbox held the planner: it could not write outside its scratch and state directories.' },
+  enforced: { icon: '', word: 'sandboxed', tip: 'The OS sandbox held the planner: it could not write outside its scratch and state directories.' },
   unavailable: { icon: '⚠', word: 'no sandbox', tip: 'There is no OS sandbox here: only the planner\'s own plan mode kept it from writing.' },
   off: { icon: '⚠', word: 'sandbox off', tip: 'The OS sandbox is turned off (planwire.sandbox): only the planner\'s own plan mode kept it from writing.' },
 };
@@ -239,7 +239,7 @@ const SANDBOX: Record<string, { icon: string; word: string; tip: string }> = {
 export function sandboxBadge(run: Run): string {
   const s = run.sandbox ? SANDBOX[run.sandbox] : undefined;
   if (!s) return '';
-  return `<span class="sandbox sandbox-${run.sandbox}" data-sandbox="${run.sandbox}" title="${esc(s.tip)}">${s.icon} ${esc(s.word)}</span>`;
+  return `<span class="sandbox sandbox-${run.sandbox}" data-sandbox="${run.sandbox}" title="${esc(s.tip)}">${s.icon ? `${s.icon} ` : ''}${esc(s.word)}</span>`;
 }
 
 export function runHead(run: Run, index: number, label?: string): string {
@@ -260,7 +260,7 @@ export function runEnd(run: Run, t: RunTranscript | undefined): string {
     : '';
   const paths = run.readonlyViolation?.paths ?? [];
   const violation = paths.length
-    ? `<div class="error readonly-violation" role="alert"><span class="error-kind">Planning changed files</span> it must never write; review them before you build on the plan:` +
+    ? `<div class="error readonly-violation" role="alert"><span class="error-kind">Planning changed files in the work tree</span>, which it must never do. Review them before you build on the plan:` +
       `<ul>${paths.map((p) => `<li><code>${esc(p)}</code></li>`).join('')}</ul></div>`
     : '';
   const empty = !t?.blocks.length && !failure

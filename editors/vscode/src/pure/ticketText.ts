@@ -22,3 +22,13 @@ export function ticketFromMarkdown(text: string): TicketText | undefined {
   if (!titleLine) return undefined;
   return { title: titleLine.slice(0, 200), description: rest.join('\n').trim() };
 }
+
+/** Why the server would refuse this branch name at once (it also checks that the branch exists). */
+export function branchProblem(v: string): string | undefined {
+  const b = v.trim();
+  if (!b) return undefined;
+  if (b.startsWith('-')) return 'A branch name may not start with -';
+  // eslint-disable-next-line no-control-regex
+  if (/[\s\x00-\x1f\x7f]/.test(b)) return 'A branch name may not hold spaces or control characters';
+  return undefined;
+}

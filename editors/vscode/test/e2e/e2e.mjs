@@ -614,10 +614,10 @@ try {
     const state = await badge.getAttribute('data-sandbox');
     if (state !== run?.sandbox) throw new Error(`the badge says ${state}, the run ${run?.sandbox}`);
     const word = (await badge.innerText()).trim();
-    const foot = (await f.locator('footer.run-foot').last().innerText()).trim();
+    const foot = (await f.locator('footer.run-foot').last().innerText()).replace(/\s+/g, ' ').trim();
     if (!/first output/.test(foot) || !/first answer/.test(foot) || !/total/.test(foot)) throw new Error(`the footer has no timing: "${foot}"`);
     if (!/\bin\b.*\bout\b/.test(foot) || !/\$/.test(foot)) throw new Error(`the footer has no usage: "${foot}"`);
-    const meta = (await f.locator('header.ticket .meta').innerText()).trim();
+    const meta = (await f.locator('header.ticket .meta').innerText()).replace(/\s+/g, ' ').trim();
     if (!/plan v1/.test(meta) || !/in 1 run/.test(meta)) throw new Error(`the header shows "${meta}"`);
     return `badge "${word}" (${state}); footer "${foot}"; header "${meta}"`;
   });
@@ -648,7 +648,7 @@ try {
     await answerInput('New Ticket (3/3)', 'no-such-branch');
     const toast = page.locator('.notification-toast').filter({ hasText: 'no-such-branch' }).first();
     await waitFor('the error naming the branch', () => toast.isVisible(), 8000);
-    const msg = (await toast.innerText()).trim().split('\n')[0];
+    const msg = (await toast.locator('.notification-list-item-message').innerText()).trim();
     if (await ticketRow('On a missing branch').count()) throw new Error('a ticket was created on a missing branch');
     return `ticket ${okId} on greeting; "${msg}"`;
   });
@@ -670,7 +670,7 @@ try {
     await answerInput('Edit Ticket (3/3)', '');
     const toast = page.locator('.notification-toast').filter({ hasText: 'cannot be edited now' }).first();
     await waitFor('the refusal', () => toast.isVisible(), 8000);
-    const msg = (await toast.innerText()).trim().split('\n')[0];
+    const msg = (await toast.locator('.notification-list-item-message').innerText()).trim();
     if (!events().some((e) => e.event === 'editBusy' && e.ticketId === raceId)) throw new Error('no editBusy event');
     await shot('23-edit-refused');
     await ticketRow(raceTitle).click();
@@ -700,7 +700,7 @@ try {
     const diff = page.locator('.monaco-diff-editor').first();
     await waitFor('the diff editor', () => diff.isVisible(), 10_000);
     const modified = await waitFor('the new version on the right', async () => {
-      const t = await diff.locator('.editor.modified .view-lines').innerText().catch(() => '');
+      const t = (await diff.locator('.editor.modified .view-lines').innerText().catch(() => '')).replace(/\u00a0/g, ' ');
       return t.includes('tested') && t;
     }, 10_000);
     const original = await diff.locator('.editor.original .view-lines').innerText();
@@ -712,8 +712,10 @@ try {
     await waitFor('v1 in the pick', () => v1.isVisible(), 6000);
     await v1.click();
     await waitFor('v1 in an editor', async () => {
-      const t = await page.locator('.editor-instance .view-lines').first().innerText().catch(() => '');
-      return t.includes('# Greet the world') && !t.includes('tested');
+      const tab = await page.locator('.tabs-container .tab.active').innerText().catch(() => '');
+      // (Monaco renders spaces as no-break spaces.)
+      const t = (await page.locator('.editor-instance .monaco-editor .view-lines >> visible=true').first().innerText().catch(() => '')).replace(/\u00a0/g, ' ');
+      return /v1 Greet the world\.md/.test(tab) && t.includes('# Greet the world') && !t.includes('tested');
     }, 10_000);
     return `diff "${tab.replace(/\s+/g, ' ')}": left ${original.split('\n').length} lines, right has "${modified.split('\n').find((l) => l.includes('tested'))}"`;
   });
@@ -731,8 +733,11 @@ try {
     };
     // code-server's simple dialog asks "Yes"/"No" itself (to create the folder, to replace a file).
     const sayYes = async () => {
-      const yes = quickInput().locator('.monaco-list-row').filter({ hasText: /^\s*Yes\s*$/ }).first();
-      if (await yes.isVisible().catch(() => false)) await yes.click().catch(() => undefined);
+      if (!(await quickInputVisible())) return;
+      const title = await quickInput().locator('.quick-input-title').innerText().catch(() => '');
+      if (/Would you like to create it|want to overwrite/.test(title)) {
+        await quickInput().locator('.monaco-button', { hasText: /^OK$/ }).first().click().catch(() => undefined);
+      }
     };
     const before = events().filter((e) => e.event === 'exported').length;
     const shown = await exportOnce();
@@ -783,10 +788,24 @@ try {
     await runCommand('Notifications: Clear All Notifications');
     await runCommand('View: Close All Editors');
     const readyBefore = events().filter((e) => e.event === 'ready').length;
+    // Edited in VS Code's own settings editor (a write from outside is not noticed at once).
     const settingsFile = join(RUN, 'user', 'User', 'settings.json');
-    const settings = JSON.parse(readFileSync(settingsFile, 'utf8'));
-    settings['planwire.sandbox'] = 'off';
-    writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
+    await runCommand('Preferences: Open User Settings (JSON)');
+    const editor = page.locator('.editor-instance .monaco-editor >> visible=true').first();
+    await waitFor('settings.json in an editor', async () => (await editor.locator('.view-lines').innerText().catch(() => '')).includes('planwire.dbPath'), 10_000);
+    await editor.locator('.view-lines').click();
+    // A new first entry, right after the opening brace (pasted: nothing is auto-closed).
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.press('End');
+    await page.keyboard.insertText('\n"planwire.sandbox": "off",');
+    await page.keyboard.press('Control+S');
+    await waitFor('the settings saved', () => {
+      try {
+        return JSON.parse(readFileSync(settingsFile, 'utf8'))['planwire.sandbox'] === 'off';
+      } catch {
+        return false;
+      }
+    }, 10_000);
     await waitFor('the server to restart with the sandbox off', () => events().filter((e) => e.event === 'ready').length > readyBefore, 30_000);
     const plant = join(RUN, 'plant.jsonl');
     writeFileSync(plant, [

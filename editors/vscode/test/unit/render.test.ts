@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { applyEvents, newRunTranscript } from '../../src/pure/transcript';
 import { formatCost, formatDuration, formatTokens, renderTicket, toolInputSummary } from '../../src/pure/render';
 import type { Run, Ticket } from '../../src/pure/types';
-import { ticketFromMarkdown } from '../../src/pure/ticketText';
+import { branchProblem, ticketFromMarkdown } from '../../src/pure/ticketText';
 
 const ticket: Ticket = {
   id: 1, root: '/repo', title: 'Add <b>sessions</b>', description: 'Some *context*.', status: 'planned', tool: 'script', model: 'demo',
@@ -80,4 +80,48 @@ test('a question in the transcript shows its chosen answer once answered', () =>
   assert.match(answered, /question-ref answered/);
   assert.match(answered, /<span class="q-answer-label">Answer:<\/span> Hi there/);
   assert.doesNotMatch(answered, /waiting for your answer|Answer…/);
+});
+
+test('a run header shows its sandbox state; a warning is a row; changed files are an error; timing in the footer; the ticket sums usage', () => {
+  const t = newRunTranscript(4);
+  applyEvents(t, [
+    { seq: 1, ts: 'x', kind: 'warning', message: 'Planning runs without the OS sandbox.' },
+    { seq: 2, ts: 'x', kind: 'usage', inputTokens: 1000, outputTokens: 200, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.5 },
+  ]);
+  const t2 = newRunTranscript(5);
+  applyEvents(t2, [{ seq: 1, ts: 'x', kind: 'usage', inputTokens: 500, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.25 }]);
+  const off: Run = { ...run, sandbox: 'off', readonlyViolation: { paths: ['/repo/planted.txt'] }, timing: { firstOutputMs: 140, firstFinalMs: 2300, totalMs: 2500 } };
+  const enforced: Run = { ...run, id: 5, sandbox: 'enforced', timing: { firstOutputMs: null, firstFinalMs: null, totalMs: 900 } };
+  const html = renderTicket({
+    ticket: { ...ticket, branch: 'feature/greet', planVersion: 2, handedOffAt: '2025-01-01T00:01:00Z', handedOffTool: 'codex' },
+    runs: [off, enforced], transcripts: new Map([[4, t], [5, t2]]), questions: [], now: Date.now(),
+  });
+  assert.match(html, /data-sandbox="off"[^>]*>⚠ sandbox off</);
+  assert.match(html, /data-sandbox="enforced"[^>]*>sandboxed</);
+  assert.match(html, /class="warning"[^>]*role="alert"><span class="warning-kind">⚠ Warning<\/span> Planning runs without the OS sandbox\./);
+  assert.match(html, /class="error readonly-violation"[\s\S]*<code>\/repo\/planted\.txt<\/code>/);
+  assert.match(html, /first output 0\.1 s/);
+  assert.match(html, /first answer 2\.3 s/);
+  assert.match(html, /total 2\.5 s/);
+  assert.match(html, /total 0\.9 s/);
+  assert.doesNotMatch(html, /first output 0\.0|first answer 0\.0/, 'no first output: none shown');
+  assert.match(html, /⎇ feature\/greet/);
+  assert.match(html, /plan v2/);
+  assert.match(html, /handed off to codex/);
+  assert.match(html, /1\.5k in · 300 out · \$0\.75 in 2 runs/);
+  for (const cmd of ['requestChanges', 'handoff', 'exportPlan', 'planVersions', 'editTicket']) assert.match(html, new RegExp(`data-cmd="${cmd}"`));
+});
+
+test('a run whose sandbox state is not known yet shows no badge; a busy ticket offers no edit', () => {
+  const html = renderTicket({ ticket: { ...ticket, status: 'planning' }, runs: [{ ...run, status: 'running', endedAt: null }], transcripts: new Map(), questions: [], now: Date.now() });
+  assert.doesNotMatch(html, /class="sandbox/);
+  assert.doesNotMatch(html, /data-cmd="editTicket"|data-cmd="requestChanges"|data-cmd="handoff"/);
+  assert.match(html, /running for/);
+});
+
+test('branch names the server would refuse are caught while typing; empty means none', () => {
+  assert.equal(branchProblem(''), undefined);
+  assert.equal(branchProblem(' feature/greet '), undefined);
+  assert.match(branchProblem('-rf') ?? '', /may not start with -/);
+  assert.match(branchProblem('my branch') ?? '', /spaces/);
 });
