@@ -60,6 +60,9 @@ export interface LivingDeps {
 }
 
 const BUSY = new Set(['planning', 'queued']);
+
+type TicketField = 'tool' | 'model' | 'variant' | 'branch';
+const FIELD_WORDS: Record<TicketField, string> = { tool: 'Planner', model: 'Model', variant: 'Variant', branch: 'Branch' };
 const IMPLEMENTERS = ['claude', 'opencode', 'codex'];
 
 /** The message for an edit the server refused because the ticket is being planned. */
@@ -119,15 +122,49 @@ export function registerLivingPlan(context: vscode.ExtensionContext, deps: Livin
     if (after) vscode.window.setStatusBarMessage(`planwire: edited “${after.title}”; the next plan uses the new text`, 5000);
   });
 
+  /** Sets one field of the ticket: its planner (tool), model, variant or branch. */
+  async function setField(t: Ticket, field: TicketField): Promise<void> {
+    const fields: Record<string, string> = {};
+    if (field === 'tool') {
+      const tools = ['claude', 'opencode', 'codex', 'script'];
+      const pick = await vscode.window.showQuickPick(tools.map((x) => ({ label: x, description: x === t.tool ? 'current' : undefined })), {
+        title: `planwire: planner of “${t.title}”`,
+      });
+      if (!pick || pick.label === t.tool) return;
+      fields.tool = pick.label;
+      // The model belongs to the old tool: ask again (empty for the planner's default).
+      const model = await vscode.window.showInputBox({
+        title: `planwire: model for ${pick.label}`, prompt: 'Empty for the planner\'s default', value: '', ignoreFocusOut: true,
+      });
+      if (model === undefined) return;
+      fields.model = model.trim();
+    } else {
+      const value = await vscode.window.showInputBox({
+        title: `planwire: Set ${FIELD_WORDS[field]}`,
+        prompt: `${FIELD_WORDS[field]} of “${t.title}” (empty for none)${field === 'branch' ? '; it decides where the ticket is planned' : ''}`,
+        value: t[field] ?? '',
+        ignoreFocusOut: true,
+        validateInput: field === 'branch' ? branchProblem : undefined,
+      });
+      if (value === undefined || value.trim() === (t[field] ?? '')) return;
+      fields[field] = value.trim();
+    }
+    await update(t, fields);
+  }
+
+  register('planwire.setField', async (arg?: unknown) => {
+    const t = await resolveTicket(arg, 'set a field of', (x) => !BUSY.has(x.status));
+    if (!t) return;
+    const pick = await vscode.window.showQuickPick(
+      (Object.keys(FIELD_WORDS) as TicketField[]).map((f) => ({ label: FIELD_WORDS[f], description: t[f] || 'none', f })),
+      { title: `planwire: set a field of “${t.title}”` },
+    );
+    if (pick) await setField(t, pick.f);
+  });
+
   register('planwire.setBranch', async (arg?: unknown) => {
     const t = await resolveTicket(arg, 'set the branch of', (x) => !BUSY.has(x.status));
-    if (!t) return;
-    const branch = await vscode.window.showInputBox({
-      title: 'planwire: Set Branch', prompt: `Git branch “${t.title}” is for (empty for none)`, value: t.branch ?? '', ignoreFocusOut: true,
-      validateInput: branchProblem,
-    });
-    if (branch === undefined || branch.trim() === (t.branch ?? '')) return;
-    await update(t, { branch: branch.trim() });
+    if (t) await setField(t, 'branch');
   });
 
   register('planwire.requestChanges', async (arg?: unknown) => {

@@ -169,8 +169,8 @@ abstract class RunsPanel implements vscode.Disposable {
           t.syncing = true;
           const res = await this.planwire.request<GetTranscriptResult>('planwire/getTranscript', { runId, afterSeq: t.lastSeq, limit: PAGE });
           const r = applyEvents(t, res.events ?? []);
-          // The page reached the last seq: the blocks streaming now, as far as they were sent.
-          const opened = t.lastSeq >= res.lastSeq && res.openBlocks?.length ? applyOpenBlocks(t, res.openBlocks) : false;
+          // The blocks streaming now, as far as they were sent (on a page that reached the last seq).
+          const opened = res.openBlocks?.length ? applyOpenBlocks(t, res.openBlocks, res.lastSeq) : false;
           if (r.applied || opened) this.render();
           testLog({ event: 'catchUp', ...this.logKey(), runId, afterSeq: before, got: res.events?.length ?? 0, lastSeq: t.lastSeq, serverLastSeq: res.lastSeq, done: res.done });
           if (!res.events?.length || t.lastSeq >= res.lastSeq || t.lastSeq === before) break;

@@ -289,10 +289,14 @@ function openBlock(t: RunTranscript, agent: number | undefined, kind: 'text' | '
 }
 
 /**
- * Takes getTranscript's `openBlocks` (on a page that reached the run's last seq): each open block
- * shows exactly the text sent so far, in the row already streaming when there is one.
+ * Takes getTranscript's `openBlocks` (on a page that reached the run's last seq, `pageLastSeq`):
+ * each open block shows exactly the text sent so far, in the row already streaming when there is
+ * one. Only when the transcript stands exactly at the page's last seq: a notification that came
+ * while the page was answered (the event that closed a block) makes them stale, and a later
+ * delta past what is shown asks for a fresh page.
  */
-export function applyOpenBlocks(t: RunTranscript, blocks: readonly OpenBlock[]): boolean {
+export function applyOpenBlocks(t: RunTranscript, blocks: readonly OpenBlock[], pageLastSeq: number): boolean {
+  if (t.lastSeq !== pageLastSeq) return false;
   let changed = false;
   for (const b of blocks) {
     if (!b.text || (b.kind !== 'text' && b.kind !== 'reasoning')) continue;

@@ -530,43 +530,6 @@ try {
     return `${info.lines} events: ${info.cycles} texts and ${info.cycles} calls, each shown once, in ${again.chunks} chunks; plan shown; reopened in one pass (${reopenMs} ms)`;
   });
 
-  // ---- project memory ----
-  const memoryText = 'Greetings are configured in greeting.toml';
-  await step('add a project memory entry (planwire: Add Memory Entry) and see it in the tree, then remove it', async () => {
-    await runCommand('planwire: Add Memory Entry');
-    await answerInput('Add Memory Entry', memoryText);
-    await waitFor('the memory entry in the tree', () => exactRow(memoryText).isVisible(), 6000);
-    const group = (await treeRows()).find((r) => r.label === 'Project memory');
-    if (!group || !/^1 entry/.test(group.description)) throw new Error(`the Project memory row shows ${JSON.stringify(group)}`);
-    await exactRow(memoryText).hover();
-    await sleep(300);
-    await shot('18-memory');
-    await contextMenu(exactRow(memoryText), 'Remove Memory Entry');
-    await waitFor('the entry to leave the tree', async () => !(await exactRow(memoryText).count()), 5000);
-    return `Project memory shows "${group.description}"`;
-  });
-
-  // ---- linked projects ----
-  await step('link a project through the folder picker, name and role (planwire: Link Project)', async () => {
-    const backend = join(RUN, 'backend-api');
-    mkdirSync(backend, { recursive: true });
-    await runCommand('planwire: Link Project');
-    // code-server's folder picker is the simple file dialog: a quick input holding a path.
-    await waitFor('the folder picker', async () => (await quickInputVisible()) && (await quickInput().locator('.quick-input-title').innerText()).includes('repository to link'), 6000);
-    const box = quickInput().locator('.quick-input-box input').first();
-    await box.fill(`${backend}/`);
-    await waitFor('the picker to enter the folder', async () => (await box.inputValue()) === `${backend}/`, 3000);
-    await sleep(500);
-    await box.press('Enter');
-    await answerInput('Link Project (1/2)', '');
-    await answerInput('Link Project (2/2)', 'The HTTP API this project calls');
-    await waitFor('the link in the tree', async () => (await treeRows()).some((r) => r.label === 'backend-api' && r.description.includes('HTTP API')), 6000);
-    await sleep(300);
-    await shot('19-linked-project');
-    const links = (await treeRows()).find((r) => r.label === 'Linked projects');
-    return `Linked projects shows "${links?.description}"`;
-  });
-
   // ---- live deltas (issue 12) ----
   const streamScript = join(RUN, 'stream.jsonl');
   const streamGate = join(RUN, 'stream.gate');
@@ -651,6 +614,21 @@ try {
     const msg = (await toast.locator('.notification-list-item-message').innerText()).trim();
     if (await ticketRow('On a missing branch').count()) throw new Error('a ticket was created on a missing branch');
     return `ticket ${okId} on greeting; "${msg}"`;
+  });
+
+  await step('set a ticket\'s model (Set Planner, Model or Branch…) and clear its branch (Set Branch…)', async () => {
+    const title = 'Branch from the start';
+    await ticketRow(title).click();
+    const id = events().filter((e) => e.event === 'response' && e.method === 'planwire/createTicket' && e.ok).map((e) => e.result.id).sort((a, b) => a - b).find((x) => x > streamId);
+    const f = await transcriptFrame(id);
+    await runCommand('planwire: Set Planner, Model or Branch…');
+    await pickItem('Model');
+    await answerInput('Set Model', 'questions');
+    await waitFor('the new model in the header', async () => /script \/ questions/.test(await f.locator('header.ticket .meta').innerText()), 8000);
+    await runCommand('planwire: Set Branch…');
+    await answerInput('Set Branch', '', true);
+    await waitFor('the branch to be cleared', async () => !(await rowDescription(title)).includes('⎇'), 8000);
+    return `header "${(await f.locator('header.ticket .meta').innerText()).replace(/\s+/g, ' ').slice(0, 40)}…", tree "${await rowDescription(title)}"`;
   });
 
   await step('an edit that races a run is refused with a clear message (planwire/updateTicket -32010)', async () => {
@@ -783,7 +761,7 @@ try {
     return `"${line.slice(0, 90)}…"`;
   });
 
-  // ---- no OS sandbox (issue 11); last, since it restarts the server ----
+  // ---- no OS sandbox (issue 11): the server restarts with it off; later steps do not plan ----
   await step('planwire.sandbox "off": the run header warns, the warning event is shown, files the planner wrote are an error', async () => {
     await runCommand('Notifications: Clear All Notifications');
     await runCommand('View: Close All Editors');
@@ -827,6 +805,44 @@ try {
     if (!violation.includes('planted.txt')) throw new Error(`the violation reads "${violation}"`);
     await shot('26-no-sandbox');
     return `badge "${(await badge.innerText()).trim()}"; warning "${warning.slice(0, 70)}…"; violation lists planted.txt`;
+  });
+
+
+  // ---- project memory ----
+  const memoryText = 'Greetings are configured in greeting.toml';
+  await step('add a project memory entry (planwire: Add Memory Entry) and see it in the tree, then remove it', async () => {
+    await runCommand('planwire: Add Memory Entry');
+    await answerInput('Add Memory Entry', memoryText);
+    await waitFor('the memory entry in the tree', () => exactRow(memoryText).isVisible(), 6000);
+    const group = (await treeRows()).find((r) => r.label === 'Project memory');
+    if (!group || !/^1 entry/.test(group.description)) throw new Error(`the Project memory row shows ${JSON.stringify(group)}`);
+    await exactRow(memoryText).hover();
+    await sleep(300);
+    await shot('18-memory');
+    await contextMenu(exactRow(memoryText), 'Remove Memory Entry');
+    await waitFor('the entry to leave the tree', async () => !(await exactRow(memoryText).count()), 5000);
+    return `Project memory shows "${group.description}"`;
+  });
+
+  // ---- linked projects ----
+  await step('link a project through the folder picker, name and role (planwire: Link Project)', async () => {
+    const backend = join(RUN, 'backend-api');
+    mkdirSync(backend, { recursive: true });
+    await runCommand('planwire: Link Project');
+    // code-server's folder picker is the simple file dialog: a quick input holding a path.
+    await waitFor('the folder picker', async () => (await quickInputVisible()) && (await quickInput().locator('.quick-input-title').innerText()).includes('repository to link'), 6000);
+    const box = quickInput().locator('.quick-input-box input').first();
+    await box.fill(`${backend}/`);
+    await waitFor('the picker to enter the folder', async () => (await box.inputValue()) === `${backend}/`, 3000);
+    await sleep(500);
+    await box.press('Enter');
+    await answerInput('Link Project (1/2)', '');
+    await answerInput('Link Project (2/2)', 'The HTTP API this project calls');
+    await waitFor('the link in the tree', async () => (await treeRows()).some((r) => r.label === 'backend-api' && r.description.includes('HTTP API')), 6000);
+    await sleep(300);
+    await shot('19-linked-project');
+    const links = (await treeRows()).find((r) => r.label === 'Linked projects');
+    return `Linked projects shows "${links?.description}"`;
   });
 
 } finally {

@@ -42,6 +42,15 @@ export function workbench(page) {
 
   /** Runs a palette command by its exact label ("planwire: New Ticket"). */
   async function runCommand(label) {
+    // Once more when the palette lost what was typed (focus taken by a toast or a dialog).
+    try {
+      await paletteRun(label);
+    } catch {
+      await paletteRun(label);
+    }
+  }
+
+  async function paletteRun(label) {
     // (Escape in the focused tree would clear its selection, so only close an open quick input.)
     if (await quickInputVisible()) await page.keyboard.press('Escape');
     await page.keyboard.press('F1');
@@ -63,12 +72,15 @@ export function workbench(page) {
     await row.click();
   }
 
-  /** Waits for the quick input with a title containing `title`, types `text` and presses Enter. */
-  async function answerInput(title, text) {
+  /**
+   * Waits for the quick input with a title containing `title`, types `text` and presses Enter.
+   * An empty `text` keeps the value offered, unless `replace` (then the input is cleared).
+   */
+  async function answerInput(title, text, replace = false) {
     await waitFor(`an input titled "${title}"`, async () => (await quickInputVisible()) && (await quickInput().locator('.quick-input-title').innerText()).includes(title), 6000);
     const box = quickInput().locator('.quick-input-box input').first();
     await box.click();
-    if (text) {
+    if (text || replace) {
       await box.fill(text);
       await waitFor(`"${text}" in the input`, async () => (await box.inputValue()) === text, 2000);
     }

@@ -246,7 +246,7 @@ test('attached mid-block: openBlocks give the text so far, held deltas continue 
   applyDelta(t, { kind: 'text', text: 'the ', offset: 8 });
   applyDelta(t, { kind: 'text', text: 'code.', offset: 12 });
   applyEvents(t, [{ seq: 1, ts: at(), kind: 'session', providerSessionId: 's' }]);
-  assert.equal(applyOpenBlocks(t, [{ kind: 'text', text: 'Reading the ' }]), true);
+  assert.equal(applyOpenBlocks(t, [{ kind: 'text', text: 'Reading the ' }], 1), true);
   t.syncing = false;
   assert.deepEqual(applyHeld(t), { changed: true, gap: false });
   assert.equal(t.blocks.length, 1);
@@ -256,7 +256,7 @@ test('attached mid-block: openBlocks give the text so far, held deltas continue 
   assert.ok(t.blocks[0].type === 'text' && !t.blocks[0].streaming && t.blocks[0].text === 'Reading the code. Done.');
   // openBlocks for a block already streaming here set it to exactly what was sent.
   applyDelta(t, { kind: 'reasoning', text: 'Hmm', offset: 0 });
-  applyOpenBlocks(t, [{ kind: 'reasoning', text: 'Hmm, so' }]);
+  applyOpenBlocks(t, [{ kind: 'reasoning', text: 'Hmm, so' }], 2);
   assert.equal(t.blocks.length, 2);
   assert.equal((t.blocks[1] as { text: string }).text, 'Hmm, so');
   applyDelta(t, { kind: 'reasoning', text: ' then', offset: 7 });
@@ -268,4 +268,14 @@ test('a warning event is a row of its own', () => {
   applyEvents(t, [{ seq: 1, ts: at(), kind: 'warning', message: 'Planning runs without the OS sandbox.' }]);
   assert.deepEqual(t.blocks.map((b) => b.type), ['warning']);
   assert.equal((t.blocks[0] as { message: string }).message, 'Planning runs without the OS sandbox.');
+});
+
+test('openBlocks of a page that a notification overtook are stale: the closed block is not opened again', () => {
+  const t = newRunTranscript(1);
+  applyDelta(t, { kind: 'text', text: 'Reading the code.', offset: 0 });
+  // The page was read (last seq 0, the block open); the stored event closing it was notified first.
+  applyEvents(t, [text(1, 'Reading the code. Done.', true)]);
+  assert.equal(applyOpenBlocks(t, [{ kind: 'text', text: 'Reading the code. Done.' }], 0), false);
+  assert.equal(t.blocks.length, 1);
+  assert.equal(t.open.size, 0);
 });
