@@ -157,10 +157,11 @@ impl Tool {
         }
     }
 
-    pub fn parser(self) -> Box<dyn LineParser> {
+    /// The line parser of a tool whose pass is lines on stdout (not OpenCode: its server
+    /// is driven over HTTP).
+    fn parser(self) -> Box<dyn LineParser> {
         match self {
-            Tool::Claude | Tool::Script => Box::new(claude::ClaudeParser::new()),
-            Tool::OpenCode => Box::new(opencode::OpenCodeParser::new()),
+            Tool::Claude | Tool::Script | Tool::OpenCode => Box::new(claude::ClaudeParser::new()),
             Tool::Codex => Box::new(codex::CodexParser::new()),
         }
     }
@@ -337,6 +338,8 @@ fn current_exe() -> Option<PathBuf> {
 /// stdin (or over the planner's own channel), never in argv.
 pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest) -> driver::Prepared {
     let (args, env, opening, interactive) = match tool {
+        // Its own server per pass, driven over HTTP: the prompt is a call, not stdin.
+        Tool::OpenCode => return opencode::prepare(program, req),
         Tool::Claude => {
             // Bidirectional mode: the prompt travels on stdin, never in argv.
             let args = claude::interactive_argv(req.model.as_deref(), req.resume.as_deref());
@@ -346,22 +349,6 @@ pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest) -> driver:
                 env,
                 Some(claude::interactive_opening(&req.prompt).join("\n") + "\n"),
                 true,
-            )
-        }
-        Tool::OpenCode => {
-            // The prompt goes on stdin (an argument with spaces arrives wrapped in quotes).
-            let args = opencode::argv(
-                req.model.as_deref(),
-                req.resume.as_deref(),
-                req.variant.as_deref(),
-                req.title.as_deref(),
-            );
-            let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
-            (
-                args,
-                opencode::env(inherited.as_deref()),
-                Some(req.prompt.clone()),
-                false,
             )
         }
         Tool::Codex => {
@@ -919,7 +906,12 @@ mod tests {
         };
         for tool in [Tool::Claude, Tool::OpenCode, Tool::Codex] {
             let p = prepare(tool, Path::new("/bin/true"), &req);
-            assert!(p.spawn.stdin_pipe, "{tool:?}: the prompt goes on stdin");
+            // OpenCode's prompt is an HTTP call to its server.
+            assert_eq!(
+                p.spawn.stdin_pipe,
+                tool != Tool::OpenCode,
+                "{tool:?}: the prompt goes on stdin"
+            );
             assert!(!p.spawn.args.iter().any(|a| a.contains("Plan the ticket")), "{tool:?}");
             assert_eq!(p.spawn.args, p.recorded_args, "{tool:?}");
         }
