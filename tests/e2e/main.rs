@@ -15,6 +15,7 @@ mod questions;
 mod realcli;
 mod realcli_codex;
 mod realcli_opencode;
+mod realcli_opencode_live;
 mod recovery;
 mod stop;
 mod terminal;

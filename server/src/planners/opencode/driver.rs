@@ -17,8 +17,8 @@
 //!   every second the driver tries to subscribe again, and reads the session's status, its
 //!   pending questions and permissions, and its messages, until the turn is over.
 //! - **A locked database** failing the turn is retried [`start::RETRIES`] times with backoff
-//!   (the same prompt when the model had not started, else a short "continue"), each retry
-//!   noted in the transcript.
+//!   (the same prompt when the turn had not started, else a short "continue": the session
+//!   holds the prompt already), each retry noted in the transcript.
 //! - **Idle limit.** A busy status, and each heartbeat while busy, is [`Report::Busy`]: the
 //!   runner's idle limit then waits for a silent *and* idle server.
 
@@ -53,7 +53,11 @@ const POLL: Duration = Duration::from_secs(1);
 const POLL_FAILURES: u32 = 30;
 /// How many polls may find the session idle with nothing produced before the turn counts as over.
 const IDLE_POLLS: u32 = 10;
-/// What a turn that failed on a locked database after the model had started is sent.
+/// The least wait before a locked turn is prompted again: longer than OpenCode's own SQLite
+/// busy timeout (5 s), so the failed turn's second error (its `prompt_async` fails too, one
+/// busy timeout later) comes first.
+const LOCK_SETTLE: Duration = Duration::from_secs(6);
+/// What a turn that failed on a locked database after it started is sent.
 const CONTINUE: &str = "The last step failed because OpenCode's database was locked by another run. Continue \
 where you stopped, and give your final answer as asked.";
 
@@ -315,6 +319,7 @@ impl Pass {
     }
 
     async fn prompt(&mut self, io: &PassIo, text: &str) -> Result<(), StartFailure> {
+        self.mapper.prompted();
         start::prompt(&self.client, &self.session, text, &self.request, &io.reports).await
     }
 
@@ -370,8 +375,12 @@ impl Pass {
         Ending::Stopped(why)
     }
 
-    /// The turn failed on a locked database: retried, or the run's error.
+    /// The turn failed on a locked database: retried, or the run's error. A second error of
+    /// the same failure (while the retry waits) changes nothing.
     async fn locked(&mut self, io: &PassIo) {
+        if self.retry_at.is_some() {
+            return;
+        }
         if self.lock_retries >= start::RETRIES {
             let outs = self.mapper.fail(
                 ErrorKind::Unknown,
@@ -382,7 +391,7 @@ impl Pass {
             return;
         }
         self.lock_retries += 1;
-        let wait = start::backoff(self.lock_retries);
+        let wait = start::backoff(self.lock_retries).max(LOCK_SETTLE);
         let note = format!(
             "OpenCode's database is locked (another OpenCode run holds it); retrying in {} s ({} of {}).",
             wait.as_secs(),
@@ -398,7 +407,8 @@ impl Pass {
 
     async fn retry(&mut self, io: &PassIo) {
         self.retry_at = None;
-        let text = if self.mapper.produced() {
+        // A turn that started holds the prompt already: it is told to go on.
+        let text = if self.mapper.started() {
             CONTINUE.to_owned()
         } else {
             self.request.prompt.clone()

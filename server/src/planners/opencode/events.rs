@@ -33,8 +33,9 @@
 //! - **Status.** `session.status` `busy` or `retry` (and each heartbeat while busy) is
 //!   [`Out::Busy`]; `idle` after busy (or `session.idle`) ends the turn: [`Out::Idle`].
 //! - **Errors.** `session.error` becomes a typed `error` event (as `run`'s `error` lines
-//!   were); an abort (`MessageAbortedError`) is planwire's own stop and says nothing; "database
-//!   is locked" is [`Out::Locked`], for the driver to retry.
+//!   were); an abort (`MessageAbortedError`) is planwire's own stop and says nothing; a locked
+//!   database ("database is locked", or a turn's bare "Failed to execute statement") is
+//!   [`Out::Locked`], for the driver to retry.
 //! - **Questions and permissions** of the pass's sessions become [`Out::Ask`] and
 //!   [`Out::Permission`] (see `permissions.rs`). `question.asked` can arrive before the
 //!   text written before the call has ended: that text is flushed first.
@@ -133,6 +134,8 @@ pub struct Mapper {
     pub(super) error_message: Option<String>,
     /// The root session is busy (a turn runs).
     pub(super) busy: bool,
+    /// The root session was busy since the last prompt: the turn started.
+    started: bool,
     /// Questions and permission requests already handed on.
     requests: HashSet<String>,
     pub(super) out: Vec<Out>,
@@ -268,8 +271,15 @@ impl Mapper {
         self.steps > 0
     }
 
-    pub fn busy(&self) -> bool {
-        self.busy
+    /// The driver prompts the session (again).
+    pub fn prompted(&mut self) {
+        self.started = false;
+    }
+
+    /// The turn of the last prompt started (the session went busy): its prompt is in the
+    /// session.
+    pub fn started(&self) -> bool {
+        self.started
     }
 
     /// A question or permission request of one of the pass's sessions, not handed on yet
@@ -350,6 +360,7 @@ impl Mapper {
         match status {
             "busy" | "retry" => {
                 self.busy |= root;
+                self.started |= root;
                 self.out.push(Out::Busy);
             }
             "idle" if root && self.busy => {
@@ -383,7 +394,7 @@ impl Mapper {
                     name.to_owned()
                 }
             });
-        if agent.is_none() && message.contains("database is locked") {
+        if agent.is_none() && is_locked(&message) {
             self.flush(&None, false);
             // The failed turn's own idle, should it come late, ends nothing.
             self.busy = false;
@@ -497,6 +508,12 @@ impl Mapper {
         }
         agents
     }
+}
+
+/// OpenCode's error when its SQLite database was locked: "database is locked" in the cause,
+/// or, from the turn itself, only "Failed to execute statement" (its `SqlError`).
+fn is_locked(message: &str) -> bool {
+    message.contains("database is locked") || message.trim() == "Failed to execute statement"
 }
 
 /// OpenCode's questions as planwire's items: `multiple` means several choices; a custom

@@ -35,6 +35,9 @@ pub enum HttpError {
     Http(String),
     #[error("OpenCode's server did not answer {0} within {1:?}")]
     Timeout(String, Duration),
+    /// The event stream was refused with this status.
+    #[error("OpenCode's server answered GET /event with {}", .0.status)]
+    Refused(Response),
 }
 
 /// A response: its status and its body as JSON (`Null` when empty or not JSON).
@@ -140,8 +143,14 @@ impl Client {
         let res = match res {
             Ok(res) if res.status().is_success() => res,
             Ok(res) => {
+                let status = res.status().as_u16();
+                let bytes = tokio::time::timeout(CALL_TIMEOUT, Limited::new(res.into_body(), MAX_BODY).collect()).await;
+                let body = match bytes {
+                    Ok(Ok(b)) => serde_json::from_slice(&b.to_bytes()).unwrap_or(Value::Null),
+                    _ => Value::Null,
+                };
                 conn.abort();
-                return Err(HttpError::Http(format!("GET /event answered {}", res.status())));
+                return Err(HttpError::Refused(Response { status, body }));
             }
             Err(e) => {
                 conn.abort();

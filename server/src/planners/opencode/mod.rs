@@ -40,12 +40,22 @@ use crate::supervisor::SpawnSpec;
 pub use config::{config_content, readonly_permission, DEFAULT_TITLE};
 
 /// The argv (without the program) of a pass's server. The prompt, the session and the model
-/// travel over HTTP, never in argv.
+/// travel over HTTP, never in argv. Its errors go to stderr (kept on the run): the cause of a
+/// `500` (a locked database, an unknown model) is only named there.
 pub fn argv() -> Vec<String> {
-    ["serve", "--hostname", "127.0.0.1", "--port", "0"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+    [
+        "serve",
+        "--print-logs",
+        "--log-level",
+        "ERROR",
+        "--hostname",
+        "127.0.0.1",
+        "--port",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }
 
 /// One pass: its server (no stdin: the server reads none) and its driver.

@@ -69,7 +69,7 @@ pub struct Opened {
 
 /// Subscribes, creates or resumes the session, and prompts it.
 pub async fn open(client: &Client, req: &PassRequest, reports: &Reporter) -> Result<Opened, StartFailure> {
-    let events = subscribe(client).await?;
+    let events = subscribe(client, reports).await?;
     let (session, history) = match req.resume.as_deref() {
         Some(id) => (id.to_owned(), history(client, id, reports).await?),
         None => (create(client, req, reports).await?, Vec::new()),
@@ -81,17 +81,32 @@ pub async fn open(client: &Client, req: &PassRequest, reports: &Reporter) -> Res
     })
 }
 
-/// `GET /event`, tried a few times: the server listens, but may still be settling.
-pub async fn subscribe(client: &Client) -> Result<EventStream, StartFailure> {
-    let mut last = None;
-    for wait in [0, 200, 500, 1000, 2000] {
-        tokio::time::sleep(Duration::from_millis(wait)).await;
+/// `GET /event`. A connection refused is tried again a few times (the server listens, but
+/// may still be settling); a server error like any other call (it is the instance's first
+/// request, which writes to OpenCode's database).
+async fn subscribe(client: &Client, reports: &Reporter) -> Result<EventStream, StartFailure> {
+    let mut refused = 0;
+    let mut attempt = 0;
+    loop {
         match client.events().await {
             Ok(stream) => return Ok(stream),
-            Err(e) => last = Some(e),
+            Err(HttpError::Connect(_)) if refused < 4 => {
+                refused += 1;
+                tokio::time::sleep(Duration::from_millis(250 << refused)).await;
+            }
+            Err(HttpError::Refused(r)) if r.status >= 500 && attempt < RETRIES => {
+                attempt += 1;
+                retry_note(reports, "open its event stream", &r, attempt).await;
+            }
+            Err(HttpError::Refused(r)) => {
+                return Err(StartFailure::new(format!(
+                    "OpenCode refused its event stream: {}",
+                    r.message()
+                )))
+            }
+            Err(e) => return Err(StartFailure::from_http(e)),
         }
     }
-    Err(StartFailure::from_http(last.expect("tried")))
 }
 
 async fn history(client: &Client, id: &str, reports: &Reporter) -> Result<Vec<String>, StartFailure> {
@@ -178,24 +193,29 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<Response, HttpError>>,
 {
-    for attempt in 0..=RETRIES {
+    for attempt in 1..=RETRIES {
         let r = call().await.map_err(StartFailure::from_http)?;
-        if r.status < 500 || attempt == RETRIES {
+        if r.status < 500 {
             return Ok(r);
         }
-        let wait = BACKOFF[attempt as usize];
-        let note = format!(
-            "OpenCode could not {what} (HTTP {}: {}). Another OpenCode run may hold its database; \
-             retrying in {wait} s ({} of {RETRIES}).",
-            r.status,
-            r.message(),
-            attempt + 1
-        );
-        tracing::warn!("{note}");
-        let _ = reports.send(Report::Events(vec![note_event(note)])).await;
-        tokio::time::sleep(Duration::from_secs(wait)).await;
+        retry_note(reports, what, &r, attempt).await;
     }
-    unreachable!("the last attempt returns")
+    call().await.map_err(StartFailure::from_http)
+}
+
+/// Notes retry `attempt` (from 1) of what failed with response `r`, then waits its backoff.
+async fn retry_note(reports: &Reporter, what: &str, r: &Response, attempt: u32) {
+    let wait = backoff(attempt);
+    let note = format!(
+        "OpenCode could not {what} (HTTP {}: {}). Another OpenCode run may hold its database; \
+         retrying in {} s ({attempt} of {RETRIES}).",
+        r.status,
+        r.message(),
+        wait.as_secs()
+    );
+    tracing::warn!("{note}");
+    let _ = reports.send(Report::Events(vec![note_event(note)])).await;
+    tokio::time::sleep(wait).await;
 }
 
 /// The wait before retry `n` (from 1) of a locked turn.

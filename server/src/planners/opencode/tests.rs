@@ -424,6 +424,10 @@ fn a_locked_database_is_retryable_not_an_error() {
         "name": "UnknownError", "data": { "message": "effect/sql/SqlError: Failed to execute statement\n  [cause]: SQLiteError: database is locked" } } } });
     assert_eq!(mapper.on_event(&locked), [Out::Locked]);
     assert_eq!(mapper.error_message(), None);
+    // A turn that failed on the lock says only this much.
+    let bare = json!({ "type": "session.error", "properties": { "sessionID": "ses_a", "error": {
+        "name": "UnknownError", "data": { "message": "Failed to execute statement" } } } });
+    assert_eq!(mapper.on_event(&bare), [Out::Locked]);
     // Another error is the run's, and ends a turn that never started.
     let other = json!({ "type": "session.error", "properties": { "sessionID": "ses_a", "error": {
         "name": "UnknownError", "data": { "message": "Unexpected server error." } } } });
@@ -431,6 +435,14 @@ fn a_locked_database_is_retryable_not_an_error() {
     assert_eq!(shape(&events_in(&outs)), ["error:Unknown"]);
     assert!(outs.contains(&Out::Idle));
     assert_eq!(mapper.error_message().as_deref(), Some("Unexpected server error."));
+    // Whether the turn started decides how it is retried.
+    assert!(!mapper.started());
+    let busy =
+        json!({ "type": "session.status", "properties": { "sessionID": "ses_a", "status": { "type": "busy" } } });
+    mapper.on_event(&busy);
+    assert!(mapper.started());
+    mapper.prompted();
+    assert!(!mapper.started());
 }
 
 #[test]
