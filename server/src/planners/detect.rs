@@ -14,15 +14,16 @@ use crate::store::Store;
 
 /// The oldest version of each CLI the adapter accepts. The stream formats were recorded from
 /// Claude Code 2.1.197, OpenCode 1.18.33 and Codex 0.171.0 (`tests/realcli` pins those);
-/// older versions were not checked, so the floors are the major lines those formats belong
-/// to: OpenCode 1.x (`run --format json` with whole `part` events), Codex from 0.100
+/// older versions were not checked, so the floors are the lines those formats belong to:
+/// OpenCode from 1.2 (`serve` with the `question` tool and `message.part.delta`, which 1.2
+/// introduced; before it, text changes came as whole parts), Codex from 0.100
 /// (`exec --json` with `thread.*` / `item.*` events, `exec resume`, `-` for the prompt). The
 /// Codex feature switches are passed as `-c features.…=false`, which a Codex without that
 /// feature ignores (where `--disable` would fail with "Unknown feature flag").
 fn minimum(tool: Tool) -> Option<(u64, u64, u64)> {
     match tool {
         Tool::Claude => Some((2, 0, 0)),
-        Tool::OpenCode => Some((1, 0, 0)),
+        Tool::OpenCode => Some((1, 2, 0)),
         Tool::Codex => Some((0, 100, 0)),
         Tool::Script => None,
     }
@@ -159,6 +160,7 @@ mod tests {
         assert!(!supported(Tool::Claude, Some("1.0.3 (Claude Code)")));
         assert!(supported(Tool::OpenCode, Some("1.18.33")));
         assert!(!supported(Tool::OpenCode, Some("0.15.8")));
+        assert!(!supported(Tool::OpenCode, Some("1.1.65")));
         assert!(supported(Tool::Codex, Some("codex-cli 0.171.0")));
         assert!(!supported(Tool::Codex, Some("codex-cli 0.46.0")));
     }

@@ -202,13 +202,10 @@ impl Mapper {
         out
     }
 
-    /// At the end of the pass: held text is flushed as not final, a text part still open is
-    /// kept as far as it streamed, open subagents end as `interrupted`. Idempotent.
+    /// At the end of the pass: held text is flushed as not final, open subagents end as
+    /// `interrupted`. A text part still streaming (a stop mid-block) is not stored: its
+    /// deltas were a preview, and the block ends with the run. Idempotent.
     pub fn finish(&mut self) -> Vec<ParsedEvent> {
-        let open: Vec<Option<String>> = self.open_agents();
-        for agent in open {
-            self.close_open_parts(&agent);
-        }
         let agents: Vec<Option<String>> = self.held.iter().map(|(a, _)| a.clone()).collect();
         for agent in agents {
             self.flush(&agent, false);
@@ -496,17 +493,6 @@ impl Mapper {
     /// True the first time a request id is seen.
     fn fresh_request(&mut self, props: &Value) -> bool {
         str_of(props, "id").is_some_and(|id| self.requests.insert(id.to_owned()))
-    }
-
-    /// The agents with a text part still open.
-    fn open_agents(&self) -> Vec<Option<String>> {
-        let mut agents: Vec<Option<String>> = Vec::new();
-        for p in self.parts.values().filter(|p| !p.ended) {
-            if !agents.contains(&p.agent) {
-                agents.push(p.agent.clone());
-            }
-        }
-        agents
     }
 }
 
