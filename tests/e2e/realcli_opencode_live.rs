@@ -241,7 +241,10 @@ fn realcli_opencode_long_answer_streams_before_the_block_ends() {
         first_at,
         opened.elapsed()
     );
-    assert_eq!(deltas(&s, run), long, "the pieces join to exactly the answer");
+    // The stored text closes the block: pieces still held back for coalescing when it came are
+    // not sent, so what was sent is a prefix of the text.
+    let sent = deltas(&s, run);
+    assert!(sent.len() >= 200 && long.starts_with(&sent), "{sent:?}");
     let stored: i64 = w
         .sqlite()
         .query_row(
@@ -389,8 +392,18 @@ fn realcli_opencode_locked_database_is_retried() {
 
     // A lock in the middle of a turn fails the turn: planwire prompts the session to go on.
     let holder = rusqlite::Connection::open(&db).unwrap();
+    let asked = chat_requests(&mock).len();
     let run3 = plan(&mut s, ticket);
-    eventually("the model streams", WAIT, || chat_requests(&mock).len() == 3);
+    let deadline = Instant::now() + WAIT;
+    while chat_requests(&mock).len() == asked {
+        assert!(
+            Instant::now() < deadline,
+            "the model was not asked; stderr:\n{}",
+            s.stderr()
+        );
+        s.ok("planwire/status", json!({}));
+        std::thread::sleep(Duration::from_millis(50));
+    }
     holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
     std::fs::write(&gate, "").unwrap();
     s.wait_for("a retry note of the turn", |m| {

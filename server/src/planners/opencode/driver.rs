@@ -242,9 +242,8 @@ impl Pass {
         io: &mut PassIo,
     ) -> Ending {
         let prompt = self.request.prompt.clone();
-        if let Err(f) = self.prompt(io, &prompt).await {
-            self.failed(io, f).await;
-            return Ending::Done;
+        if let Some(ending) = self.prompt(io, &prompt).await {
+            return ending;
         }
         let mut eof = false;
         while !self.done {
@@ -276,7 +275,11 @@ impl Pass {
                 line = output.recv(), if !eof => eof = line.is_none(),
                 _ = tokio::time::sleep_until(silent_at), if streaming => self.cut(io, "went silent").await,
                 _ = sleep_until(self.poll_at) => self.poll(io).await,
-                _ = sleep_until(self.retry_at) => self.retry(io).await,
+                _ = sleep_until(self.retry_at) => {
+                    if let Some(ending) = self.retry(io).await {
+                        return ending;
+                    }
+                }
                 _ = sleep_until(self.settle_at) => {
                     tracing::info!("OpenCode gave its final answer but its session did not go idle; ending the pass");
                     self.done = true;
@@ -318,9 +321,24 @@ impl Pass {
         }
     }
 
-    async fn prompt(&mut self, io: &PassIo, text: &str) -> Result<(), StartFailure> {
+    /// Prompts the session; a stop meanwhile (the prompt may wait out retries) wins. `Some`
+    /// when the pass ends here.
+    async fn prompt(&mut self, io: &mut PassIo, text: &str) -> Option<Ending> {
         self.mapper.prompted();
-        start::prompt(&self.client, &self.session, text, &self.request, &io.reports).await
+        let reports = io.reports.clone();
+        let prompted = tokio::select! {
+            biased;
+            why = next_stop(io) => Err(why),
+            r = start::prompt(&self.client, &self.session, text, &self.request, &reports) => Ok(r),
+        };
+        match prompted {
+            Ok(Ok(())) => None,
+            Ok(Err(f)) => {
+                self.failed(io, f).await;
+                Some(Ending::Done)
+            }
+            Err(why) => Some(self.stop(io, why).await),
+        }
     }
 
     async fn answer(&mut self, ask: AskId, reply: Reply) -> Result<(), String> {
@@ -405,7 +423,7 @@ impl Pass {
         self.settle_at = None;
     }
 
-    async fn retry(&mut self, io: &PassIo) {
+    async fn retry(&mut self, io: &mut PassIo) -> Option<Ending> {
         self.retry_at = None;
         // A turn that started holds the prompt already: it is told to go on.
         let text = if self.mapper.started() {
@@ -413,10 +431,7 @@ impl Pass {
         } else {
             self.request.prompt.clone()
         };
-        if let Err(f) = self.prompt(io, &text).await {
-            self.failed(io, f).await;
-            self.done = true;
-        }
+        self.prompt(io, &text).await
     }
 
     async fn failed(&mut self, io: &PassIo, f: StartFailure) {
