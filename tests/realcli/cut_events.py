@@ -43,15 +43,28 @@ def pipe(src, dst):
 
 
 def relay_events(client, upstream, head):
+    """Relays the stream up to the end of the CUT_AFTER-th delta event, and not a byte more
+    (one read may hold many events: the rest of the answer must not slip through)."""
     upstream.sendall(head)
-    seen = 0
+    seen, pending = 0, b""
     try:
         while True:
             data = upstream.recv(65536)
             if not data:
                 break
-            client.sendall(data)
-            seen += data.count(b'"message.part.delta"')
+            pending += data
+            # Whole events only: up to the last blank line.
+            cut = pending.rfind(b"\n\n")
+            if cut < 0:
+                continue
+            events, pending = pending[: cut + 2], pending[cut + 2 :]
+            out = b""
+            for event in events.split(b"\n\n")[:-1]:
+                out += event + b"\n\n"
+                seen += b'"message.part.delta"' in event
+                if seen >= CUT_AFTER:
+                    break
+            client.sendall(out)
             if seen >= CUT_AFTER:
                 print("[cut_events] cutting the event stream", file=sys.stderr, flush=True)
                 break
