@@ -262,3 +262,69 @@ mod tests {
         .ok());
     }
 }
+
+#[cfg(test)]
+mod wire_tests {
+    //! The client against a loopback server that checks what it is sent.
+
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// Serves one connection: returns the request head it read, after writing `response`.
+    async fn serve_once(listener: &TcpListener, response: &'static [u8]) -> String {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = sock.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the client closed early");
+            head.extend_from_slice(&buf[..n]);
+        }
+        sock.write_all(response).await.unwrap();
+        sock.shutdown().await.unwrap();
+        String::from_utf8(head).unwrap()
+    }
+
+    #[tokio::test]
+    async fn calls_and_the_event_stream_send_basic_auth() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = Client::new(listener.local_addr().unwrap().port(), "opencode", "pw");
+        // base64("opencode:pw"); hyper writes header names in lower case.
+        let auth = "authorization: Basic b3BlbmNvZGU6cHc=";
+
+        let server = serve_once(
+            &listener,
+            b"HTTP/1.1 200 OK\r\ncontent-length: 15\r\n\r\n{\"id\":\"ses_1\"}\n",
+        );
+        let body = serde_json::json!({ "title": "T" });
+        let (head, r) = tokio::join!(server, client.post("/session", &body));
+        let r = r.unwrap();
+        assert_eq!((r.status, r.body["id"].as_str()), (200, Some("ses_1")));
+        assert!(head.starts_with("POST /session HTTP/1.1\r\n"), "{head}");
+        assert!(
+            head.contains(auth) && head.contains("content-type: application/json"),
+            "{head}"
+        );
+
+        let sse: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n\
+            23\r\ndata: {\"type\":\"server.connected\"}\n\n\r\n\
+            14\r\ndata: {\"type\":\"a\"}\n\n\r\n0\r\n\r\n";
+        let server = serve_once(&listener, sse);
+        let (head, stream) = tokio::join!(server, client.events());
+        assert!(head.starts_with("GET /event HTTP/1.1\r\n"), "{head}");
+        assert!(head.contains(auth), "{head}");
+        let mut stream = stream.unwrap();
+        assert_eq!(
+            stream.rx.recv().await,
+            Some(Some(r#"{"type":"server.connected"}"#.to_owned()))
+        );
+        assert_eq!(stream.rx.recv().await, Some(Some(r#"{"type":"a"}"#.to_owned())));
+        assert_eq!(stream.rx.recv().await, None, "the stream's end closes the receiver");
+
+        // A refused stream says how.
+        let server = serve_once(&listener, b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n");
+        let (_, refused) = tokio::join!(server, client.events());
+        assert!(matches!(refused, Err(HttpError::Refused(r)) if r.status == 401));
+    }
+}
