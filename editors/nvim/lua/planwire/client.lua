@@ -113,7 +113,7 @@ local function handlers()
       require('planwire.transcript').on_events(p.ticketId, p.runId, p.events or {})
     end),
     ['planwire/delta'] = wrap(function(p)
-      require('planwire.transcript').on_delta(p.ticketId, p.runId, p.agentRunId, p.kind, p.text)
+      require('planwire.transcript').on_delta(p.ticketId, p.runId, p.agentRunId, p.kind, p.text, p.offset)
     end),
     ['planwire/ticketChanged'] = wrap(function(p)
       M.on_ticket(p.ticket)
