@@ -119,6 +119,20 @@ function M._define_command()
   })
   vim.api.nvim_create_autocmd('BufReadCmd', {
     group = group,
+    pattern = 'planwire://edit/*',
+    callback = function(ev)
+      require('planwire.edit').on_read_edit(ev.buf, ev.match)
+    end,
+  })
+  vim.api.nvim_create_autocmd('BufReadCmd', {
+    group = group,
+    pattern = 'planwire://plan/*',
+    callback = function(ev)
+      require('planwire.plans').on_read(ev.buf, ev.match)
+    end,
+  })
+  vim.api.nvim_create_autocmd('BufReadCmd', {
+    group = group,
     pattern = 'planwire://memory*',
     callback = function(ev)
       require('planwire.memory').on_read(ev.buf)
