@@ -190,6 +190,22 @@ function H.stub_ui(inputs, picks)
   end, calls
 end
 
+--- Plans ticket `id` with `:Planwire plan`, waits until it is planned and its transcript shows the
+--- plan, the ticket's usage and the run's timing; returns the transcript buffer.
+function H.plan(id)
+  vim.cmd('Planwire plan ' .. id)
+  local buf = api.nvim_get_current_buf()
+  H.wait_status(id, 'planned', nil, buf)
+  H.wait('the plan, the ticket\'s usage and the run\'s timing', function()
+    local text = H.text(buf)
+    return text:find('\n# Plan: ', 1, true) and text:find('\n_all runs of the ticket: ', 1, true)
+      and text:find('\n_took ', 1, true)
+  end, nil, function()
+    return H.text(buf)
+  end)
+  return buf
+end
+
 --- Polls `fn()` (which may make requests) until it is truthy; fails with `what` on timeout.
 function H.poll(what, fn, timeout)
   local deadline = vim.uv.now() + (timeout or H.TIMEOUT)

@@ -165,6 +165,9 @@ function M.on_ticket(ticket)
   M.needs_input_changed()
   require('planwire.transcript').on_ticket(ticket)
   require('planwire.tickets').on_ticket(ticket)
+  if package.loaded['planwire.edit'] then
+    require('planwire.edit').on_ticket(ticket)
+  end
 end
 
 local ENDED = { completed = true, failed = true, cancelled = true, interrupted = true }

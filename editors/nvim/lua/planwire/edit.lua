@@ -45,12 +45,20 @@ function M.lines_of(ticket)
   return lines
 end
 
-local function scratch(buf, id)
+--- Makes `buf` a markdown buffer of ticket `id` whose `:w` runs `on_write(buf, id)`.
+local function scratch(buf, id, on_write)
   vim.bo[buf].buftype = 'acwrite'
   vim.bo[buf].bufhidden = 'hide' -- a hidden buffer keeps what was written in it
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = 'markdown'
   vim.b[buf].planwire_ticket = id
+  api.nvim_clear_autocmds({ event = 'BufWriteCmd', buffer = buf })
+  api.nvim_create_autocmd('BufWriteCmd', {
+    buffer = buf,
+    callback = function()
+      on_write(buf, id)
+    end,
+  })
 end
 
 local function find_or_create(name)
@@ -109,14 +117,7 @@ local function load_edit(buf, id)
 end
 
 local function setup_edit(buf, id)
-  scratch(buf, id)
-  api.nvim_clear_autocmds({ event = 'BufWriteCmd', buffer = buf })
-  api.nvim_create_autocmd('BufWriteCmd', {
-    buffer = buf,
-    callback = function()
-      write_edit(buf, id)
-    end,
-  })
+  scratch(buf, id, write_edit)
   load_edit(buf, id)
 end
 
@@ -132,6 +133,19 @@ function M.edit(id, opts)
   show(buf, opts.win)
   client.notify(('edit the title (first line) and the description of ticket %d, then :w'):format(id))
   return buf
+end
+
+--- planwire/ticketChanged: an edit buffer with nothing unsaved shows the ticket as it is now.
+function M.on_ticket(ticket)
+  local buf = require('planwire.transcript').find_buf(('planwire://edit/%d'):format(ticket.id))
+  if not buf or vim.bo[buf].modified or not vim.bo[buf].modifiable then
+    return
+  end
+  local lines = M.lines_of(ticket)
+  if not vim.deep_equal(lines, api.nvim_buf_get_lines(buf, 0, -1, false)) then
+    api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].modified = false
+  end
 end
 
 --- BufReadCmd of planwire://edit/<id> (`:e!` reloads the ticket).
@@ -315,14 +329,7 @@ end
 --- plans the ticket again with them (`planwire/plan { ticketId, feedback }`).
 function M.feedback(id)
   local buf = find_or_create(('planwire://feedback/%d'):format(id))
-  scratch(buf, id)
-  api.nvim_clear_autocmds({ event = 'BufWriteCmd', buffer = buf })
-  api.nvim_create_autocmd('BufWriteCmd', {
-    buffer = buf,
-    callback = function()
-      write_feedback(buf, id)
-    end,
-  })
+  scratch(buf, id, write_feedback)
   show(buf)
   client.notify(('write the changes you want to the plan of ticket %d, then :w to plan it again'):format(id))
   return buf

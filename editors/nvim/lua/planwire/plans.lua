@@ -69,8 +69,10 @@ function M.version_buf(id, version)
   if buf and vim.b[buf].planwire_plan_loaded then
     return buf
   end
-  buf = buf or api.nvim_create_buf(true, false)
-  api.nvim_buf_set_name(buf, name)
+  if not buf then
+    buf = api.nvim_create_buf(true, false)
+    api.nvim_buf_set_name(buf, name)
+  end
   local err = load_version(buf, id, version)
   if err then
     client.notify(('plan version %d of ticket %d: %s'):format(version, id, client.format_error(err)), vim.log.levels.ERROR)

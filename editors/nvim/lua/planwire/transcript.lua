@@ -1,8 +1,10 @@
 --- The transcript buffer `planwire://ticket/<id>`: a live, read-only markdown view of a
---- ticket's runs (and `planwire://run/<id>`, a breakdown's progress). Events are kept per run
---- by seq (no gaps, no doubles); each becomes an item, and each item a block of the buffer's
---- layout (`planwire.layout`), so an update writes only the lines it changes: new items are
---- appended, a tool result or a streamed delta rewrites its own item's lines.
+--- ticket's runs (and `planwire://run/<id>`, a breakdown's progress). Each run's events become
+--- items (`planwire.model`: by seq, no gaps, no doubles; live blocks by delta offset), and each
+--- item a block of the buffer's layout (`planwire.layout`), so an update writes only the lines
+--- it changes: new items are appended, a tool result or a streamed delta rewrites its own
+--- item's lines. This module keeps the views, catches them up (`getTranscript`, with the
+--- `openBlocks` of a live run) and renders them.
 local M = {}
 
 local api = vim.api

@@ -9,18 +9,7 @@ local function ns()
   return require('planwire.transcript').ns
 end
 
---- Plans ticket `id` from its transcript and waits until it is planned and rendered.
-local function plan(id)
-  vim.cmd('Planwire plan ' .. id)
-  local buf = api.nvim_get_current_buf()
-  H.wait_status(id, 'planned', nil, buf)
-  H.wait('the plan and the run foot', function()
-    return H.text(buf):find('\n# Plan: ', 1, true) and H.text(buf):find('\n_took ', 1, true)
-  end, nil, function()
-    return H.text(buf)
-  end)
-  return buf
-end
+local plan = H.plan
 
 local function heading(buf)
   local row, line = H.row_of(buf, '^## Run %d+ · ')

@@ -22,18 +22,7 @@ local function pick_where(pred)
   end
 end
 
---- Plans ticket `id` from its transcript and waits until it is planned and rendered.
-local function plan(id)
-  vim.cmd('Planwire plan ' .. id)
-  local buf = api.nvim_get_current_buf()
-  H.wait_status(id, 'planned', nil, buf)
-  H.wait('the plan and the ticket\'s usage', function()
-    return H.text(buf):find('\n# Plan: ', 1, true) and H.text(buf):find('\n_all runs of the ticket: ', 1, true)
-  end, nil, function()
-    return H.text(buf)
-  end)
-  return buf
-end
+local plan = H.plan
 
 local function server_ticket(id)
   return H.request('planwire/getTicket', { ticketId = id })
@@ -95,11 +84,19 @@ describe('editing a ticket', function()
     end, nil, function()
       return H.text(tbuf)
     end)
+    -- a change made elsewhere shows in the buffer while nothing in it is unsaved
+    vim.cmd('Planwire set title Renamed by set')
+    H.wait('the edit buffer following the ticket', function()
+      return H.lines(buf)[1] == '# Renamed by set'
+    end, nil, function()
+      return H.text(buf)
+    end)
+    assert.is_false(vim.bo[buf].modified)
     -- a title left empty is refused here, and nothing is sent
     api.nvim_buf_set_lines(buf, 0, -1, false, { '#', '', 'Only a description.' })
     vim.cmd('write')
     assert.is_true(vim.bo[buf].modified)
-    assert.equals('Change the greeting twice', server_ticket(t.id).ticket.title)
+    assert.equals('Renamed by set', server_ticket(t.id).ticket.title)
   end)
 
   it('is refused while the ticket is being planned, with what to do, and keeps what was written', function()
