@@ -211,7 +211,7 @@ function M.confirm(prompt, yes_label, on_yes)
   end)
 end
 
---- Forgets a deleted ticket: state, tickets buffer, transcript buffer.
+--- Forgets a deleted ticket: state, tickets buffer, its buffers.
 function M.forget_ticket(id)
   client.state.tickets[id] = nil
   client.needs_input_changed()
@@ -242,9 +242,16 @@ function M.forget_ticket(id)
     tickets.render()
   end
   local transcript = require('planwire.transcript')
-  local buf = transcript.find_buf(transcript.bufname(id))
-  if buf then
-    pcall(api.nvim_buf_delete, buf, { force = true })
+  -- its transcript, edit, feedback and plan version buffers
+  local prefixes = { transcript.bufname(id), ('planwire://edit/%d'):format(id), ('planwire://feedback/%d'):format(id),
+    ('planwire://plan/%d/v'):format(id) }
+  for _, b in ipairs(api.nvim_list_bufs()) do
+    local name = api.nvim_buf_get_name(b)
+    for i, prefix in ipairs(prefixes) do
+      if name == prefix or (i == #prefixes and vim.startswith(name, prefix)) then
+        pcall(api.nvim_buf_delete, b, { force = true })
+      end
+    end
   end
   transcript.views[id] = nil
   for _, v in pairs(transcript.run_views) do
