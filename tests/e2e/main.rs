@@ -22,6 +22,7 @@ mod realcli_codex;
 mod realcli_context;
 mod realcli_living;
 mod realcli_opencode;
+mod realcli_opencode_live;
 mod realcli_sandbox;
 mod recovery;
 mod references;

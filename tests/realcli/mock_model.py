@@ -44,6 +44,8 @@ Script
                {"seq", "ts", "event": "released" | "hold timed out", "turn"} and answer. Two
                turns that hold for each other prove two requests were in flight at once.
     "drop_after_chunks": close the connection after this many delta events (no clean end)
+    "gate_file", "gate_after_chunks": after that many delta events, hold the rest of the answer
+               until the file exists (a test opens the gate once it saw the first pieces)
     "usage": {"input_tokens": n, "output_tokens": n, "cached_tokens": n, "reasoning_tokens": n}
     "stop_reason": override (Anthropic stop_reason / Chat finish_reason)
 
@@ -55,6 +57,7 @@ Request log: one JSON object per line, written and flushed before the answer sta
 import argparse
 import gzip
 import json
+import os
 import sys
 import threading
 import time
@@ -242,6 +245,10 @@ class Handler(BaseHTTPRequestHandler):
                 raise Dropped()
             if t.get("chunk_delay_ms"):
                 time.sleep(float(t["chunk_delay_ms"]) / 1000.0)
+            if t.get("gate_file") and self._deltas == int(t.get("gate_after_chunks", 1)):
+                deadline = time.time() + 300
+                while not os.path.exists(t["gate_file"]) and time.time() < deadline:
+                    time.sleep(0.02)
             self._deltas += 1
         payload = obj if isinstance(obj, str) else json.dumps(obj)
         msg = (f"event: {name}\n" if name else "") + f"data: {payload}\n\n"

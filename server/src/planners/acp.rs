@@ -245,7 +245,7 @@ pub fn prepare(name: AcpName, program: &Path, req: &PassRequest, config: &Config
         // OpenCode's plan agent still runs any shell command without asking: planwire's own
         // read-only permission rules (those of the `opencode` planner) apply in ACP mode too.
         let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
-        env.extend(super::opencode::env(inherited.as_deref()));
+        env.extend(super::opencode::config::readonly_env(inherited.as_deref()));
     }
     let mut recorded = spec.args.clone();
     recorded.push(format!("(ACP agent {})", spec.name));

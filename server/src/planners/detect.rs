@@ -14,8 +14,9 @@ use crate::store::Store;
 
 /// The oldest version of each CLI the adapter accepts. The stream formats were recorded from
 /// Claude Code 2.1.197, OpenCode 1.18.33 and Codex 0.171.0 (`tests/realcli` pins those);
-/// older versions were not checked, so the floors are the major lines those formats belong
-/// to: OpenCode 1.x (`run --format json` with whole `part` events). Codex's floor is the
+/// older versions were not checked, so the floors are the lines those formats belong to:
+/// OpenCode from 1.2 (`serve` with the `question` tool and `message.part.delta`, which 1.2
+/// introduced; before it, text changes came as whole parts). Codex's floor is the
 /// recorded version itself: planwire drives its `app-server` v2 protocol in the experimental
 /// plan collaboration mode (`turn/start` `collaborationMode`, `item/tool/requestUserInput`,
 /// `thread/resume` `excludeTurns`, `optOutNotificationMethods`), which changed often before.
@@ -24,7 +25,7 @@ use crate::store::Store;
 fn minimum(tool: Tool) -> Option<(u64, u64, u64)> {
     match tool {
         Tool::Claude => Some((2, 0, 0)),
-        Tool::OpenCode => Some((1, 0, 0)),
+        Tool::OpenCode => Some((1, 2, 0)),
         Tool::Codex => Some((0, 171, 0)),
         Tool::Script | Tool::Acp(_) => None,
     }
@@ -176,6 +177,7 @@ mod tests {
         assert!(!supported(Tool::Claude, Some("1.0.3 (Claude Code)")));
         assert!(supported(Tool::OpenCode, Some("1.18.33")));
         assert!(!supported(Tool::OpenCode, Some("0.15.8")));
+        assert!(!supported(Tool::OpenCode, Some("1.1.65")));
         assert!(supported(Tool::Codex, Some("codex-cli 0.171.0")));
         assert!(!supported(Tool::Codex, Some("codex-cli 0.46.0")));
         assert!(!supported(Tool::Codex, Some("codex-cli 0.170.2")));

@@ -169,13 +169,15 @@ impl Tool {
         }
     }
 
-    /// The line parser of a tool whose channel is lines on stdout (Codex's is JSON-RPC; an
-    /// ACP agent has its own driver and never reads lines: it gets Claude's, unused).
+    /// The line parser of a tool whose channel is lines on stdout: Claude Code and the
+    /// `script` planner. (OpenCode's server is driven over HTTP, Codex's app-server and ACP
+    /// agents over JSON-RPC: their drivers never read lines.)
     pub fn parser(self) -> Box<dyn LineParser> {
         match self {
-            Tool::Claude | Tool::Script | Tool::Acp(_) => Box::new(claude::ClaudeParser::new()),
-            Tool::OpenCode => Box::new(opencode::OpenCodeParser::new()),
-            Tool::Codex => unreachable!("codex app-server is JSON-RPC, not lines: codex::prepare drives it"),
+            Tool::Claude | Tool::Script => Box::new(claude::ClaudeParser::new()),
+            Tool::OpenCode | Tool::Codex | Tool::Acp(_) => {
+                unreachable!("{} is not driven by lines", self.name())
+            }
         }
     }
 }
@@ -349,6 +351,10 @@ fn current_exe() -> Option<PathBuf> {
 pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest, config: &Config) -> driver::Prepared {
     let (args, env, opening, interactive) = match tool {
         Tool::Acp(name) => return acp::prepare(name, program, req, config),
+        // Its own server per pass, driven over HTTP: the prompt is a call, not stdin.
+        Tool::OpenCode => return opencode::prepare(program, req),
+        // JSON-RPC on stdio (`codex app-server`): its own driver.
+        Tool::Codex => return codex::prepare(program, req),
         Tool::Claude => {
             // Bidirectional mode: the prompt travels on stdin, never in argv.
             let args = claude::interactive_argv(req.model.as_deref(), req.resume.as_deref());
@@ -360,24 +366,6 @@ pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest, config: &C
                 true,
             )
         }
-        Tool::OpenCode => {
-            // The prompt goes on stdin (an argument with spaces arrives wrapped in quotes).
-            let args = opencode::argv(
-                req.model.as_deref(),
-                req.resume.as_deref(),
-                req.variant.as_deref(),
-                req.title.as_deref(),
-            );
-            let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
-            (
-                args,
-                opencode::env(inherited.as_deref()),
-                Some(req.prompt.clone()),
-                false,
-            )
-        }
-        // JSON-RPC on stdio (`codex app-server`): its own driver.
-        Tool::Codex => return codex::prepare(program, req),
         Tool::Script => {
             let script = req.model.clone().unwrap_or_else(|| "demo".into());
             // A script recorded in Claude's bidirectional mode talks on stdin like Claude.
@@ -948,7 +936,12 @@ mod tests {
         for tool in [Tool::Claude, Tool::OpenCode, Tool::Codex] {
             let config = Config::from_options(&Default::default());
             let p = prepare(tool, Path::new("/bin/true"), &req, &config);
-            assert!(p.spawn.stdin_pipe, "{tool:?}: the prompt goes on stdin");
+            // OpenCode's prompt is an HTTP call to its server.
+            assert_eq!(
+                p.spawn.stdin_pipe,
+                tool != Tool::OpenCode,
+                "{tool:?}: the prompt goes on stdin"
+            );
             assert!(!p.spawn.args.iter().any(|a| a.contains("Plan the ticket")), "{tool:?}");
             assert_eq!(p.spawn.args, p.recorded_args, "{tool:?}");
         }

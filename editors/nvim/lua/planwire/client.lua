@@ -113,7 +113,7 @@ local function handlers()
       require('planwire.transcript').on_events(p.ticketId, p.runId, p.events or {})
     end),
     ['planwire/delta'] = wrap(function(p)
-      require('planwire.transcript').on_delta(p.ticketId, p.runId, p.agentRunId, p.kind, p.text)
+      require('planwire.transcript').on_delta(p.ticketId, p.runId, p.agentRunId, p.kind, p.text, p.offset)
     end),
     ['planwire/ticketChanged'] = wrap(function(p)
       M.on_ticket(p.ticket)
@@ -165,6 +165,9 @@ function M.on_ticket(ticket)
   M.needs_input_changed()
   require('planwire.transcript').on_ticket(ticket)
   require('planwire.tickets').on_ticket(ticket)
+  if package.loaded['planwire.edit'] then
+    require('planwire.edit').on_ticket(ticket)
+  end
 end
 
 local ENDED = { completed = true, failed = true, cancelled = true, interrupted = true }

@@ -3,6 +3,27 @@ local M = {}
 
 local health = vim.health
 
+--- The OS sandbox of this session's planner processes (`capabilities.experimental.planwire.sandbox`).
+function M.sandbox(state, mode)
+  if state == 'enforced' then
+    health.ok('sandbox: enforced (planners run under Landlock and cannot write to your files)')
+  elseif state == 'unavailable' then
+    health.warn('sandbox: unavailable: this system has no Landlock, so planners run without the OS sandbox', {
+      'Only the planner\'s own plan mode keeps it from writing; planwire still checks the work tree after each pass.',
+      'Use Linux 5.13 or later with Landlock enabled, or set init_options = { sandbox = "required" } to refuse to plan without it.',
+    })
+  elseif state == 'off' then
+    health.warn('sandbox: off (init_options.sandbox = "off"): planners run without the OS sandbox', {
+      'Remove init_options.sandbox (or set it to "auto") to plan inside the sandbox.',
+    })
+  else
+    health.warn('sandbox: the server did not report its state (' .. tostring(state) .. ')')
+  end
+  if mode then
+    health.info('init_options.sandbox: ' .. tostring(mode))
+  end
+end
+
 function M.check()
   local planwire = require('planwire')
   local client = require('planwire.client')
@@ -58,6 +79,7 @@ function M.check()
   if caps and caps.protocolVersion then
     health.info('protocol version ' .. tostring(caps.protocolVersion))
   end
+  M.sandbox(caps and caps.sandbox, (cfg.init_options or {}).sandbox)
 
   local store = status.store or {}
   if store.path then

@@ -103,34 +103,23 @@ function M._define_command()
     end,
   })
   local group = vim.api.nvim_create_augroup('planwire', { clear = true })
-  vim.api.nvim_create_autocmd('BufReadCmd', {
-    group = group,
-    pattern = 'planwire://ticket/*',
-    callback = function(ev)
-      require('planwire.transcript').on_read(ev.buf, ev.match)
-    end,
-  })
-  vim.api.nvim_create_autocmd('BufReadCmd', {
-    group = group,
-    pattern = 'planwire://run/*',
-    callback = function(ev)
-      require('planwire.transcript').on_read_run(ev.buf, ev.match)
-    end,
-  })
-  vim.api.nvim_create_autocmd('BufReadCmd', {
-    group = group,
-    pattern = 'planwire://memory*',
-    callback = function(ev)
-      require('planwire.memory').on_read(ev.buf)
-    end,
-  })
-  vim.api.nvim_create_autocmd('BufReadCmd', {
-    group = group,
-    pattern = 'planwire://tickets*',
-    callback = function(ev)
-      require('planwire.tickets').on_read(ev.buf)
-    end,
-  })
+  -- each planwire:// buffer kind: its pattern, the module that reads it, and its function
+  for _, reader in ipairs({
+    { 'planwire://ticket/*', 'planwire.transcript', 'on_read' },
+    { 'planwire://run/*', 'planwire.transcript', 'on_read_run' },
+    { 'planwire://edit/*', 'planwire.edit', 'on_read_edit' },
+    { 'planwire://plan/*', 'planwire.plans', 'on_read' },
+    { 'planwire://memory*', 'planwire.memory', 'on_read' },
+    { 'planwire://tickets*', 'planwire.tickets', 'on_read' },
+  }) do
+    vim.api.nvim_create_autocmd('BufReadCmd', {
+      group = group,
+      pattern = reader[1],
+      callback = function(ev)
+        require(reader[2])[reader[3]](ev.buf, ev.match)
+      end,
+    })
+  end
 end
 
 return M

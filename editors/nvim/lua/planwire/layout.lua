@@ -4,7 +4,8 @@
 --- proportional to what changed, not to the length of the buffer. Highlights (extmarks) are
 --- set only on the lines written.
 ---
---- A block is `{ lines = { {text, hl?}, ... }, before = bool, after = bool }`. Between two
+--- A block is `{ lines = { {text, hl?, spans = { {col, end_col, hl}, ... }?}, ... }, before = bool,
+--- after = bool }`: `hl` highlights the whole line, `spans` parts of it (byte columns, 0-based). Between two
 --- visible blocks (blocks with lines) goes one blank line when the first has `after` or the
 --- second has `before`; a block with no lines is invisible and takes no space. Each block
 --- remembers where it starts (relative to its section) and how many lines it takes, so the
@@ -95,7 +96,7 @@ function Layout:_modify(fn)
   end
 end
 
---- Replaces buffer rows [from, to) with `lines` ({text, hl?} pairs), highlights them.
+--- Replaces buffer rows [from, to) with `lines` ({text, hl?, spans?}), highlights them.
 function Layout:_write(from, to, lines)
   local buf, ns = self.buf, self.ns
   local texts = {}
@@ -115,6 +116,10 @@ function Layout:_write(from, to, lines)
     local hl = l[2]
     if hl and #texts[i] > 0 then
       api.nvim_buf_set_extmark(buf, ns, from + i - 1, 0, { end_col = #texts[i], hl_group = hl, priority = 200 })
+    end
+    for _, span in ipairs(l.spans or {}) do
+      api.nvim_buf_set_extmark(buf, ns, from + i - 1, span[1], { end_col = math.min(span[2], #texts[i]),
+        hl_group = span[3], priority = 201 })
     end
   end
 end

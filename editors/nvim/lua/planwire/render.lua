@@ -216,13 +216,54 @@ local STATUS_WORD = {
 
 -- A ticket's transcript -------------------------------------------------------------------------
 
---- The head of a ticket's transcript: title, status, where it came from, a sync error.
+--- "2026-11-30 12:25 UTC" of an RFC 3339 time, else the text as it is.
+function M.when(ts)
+  local d, hm = tostring(ts or ''):match('^(%d+%-%d+%-%d+)T(%d+:%d+)')
+  return d and (d .. ' ' .. hm .. ' UTC') or tostring(ts or '')
+end
+
+--- A duration in milliseconds, for people: "389 ms", "1.2 s", "3 min 12 s".
+function M.duration(ms)
+  ms = tonumber(ms) or 0
+  if ms < 1000 then
+    return ('%d ms'):format(ms)
+  elseif ms < 60000 then
+    return ('%.1f s'):format(ms / 1000)
+  end
+  local s = math.floor(ms / 1000 + 0.5)
+  return ('%d min %d s'):format(math.floor(s / 60), s % 60)
+end
+
+--- The planner of a ticket or run: "claude opus (high)".
+local function planner_text(x)
+  if not x.tool then
+    return ''
+  end
+  return x.tool .. (x.model and (' ' .. x.model) or '') .. (x.variant and (' (' .. x.variant .. ')') or '')
+end
+
+--- The head of a ticket's transcript: title, status, planner, branch, plan version, where it
+--- came from, its hand-off, a sync error.
 function M.ticket_head(ticket_id, t, error)
   local lines = {}
   table.insert(lines, { '# ' .. one_line(t.title or ('Ticket ' .. ticket_id), 200) })
   local status = t.status and (STATUS_WORD[t.status] or t.status) or 'loading'
-  local tool = t.tool and (t.tool .. (t.model and (' ' .. t.model) or '')) or ''
-  table.insert(lines, { ('_ticket %d · %s%s_'):format(ticket_id, status, tool ~= '' and (' · ' .. tool) or '') })
+  local parts = { ('ticket %d'):format(ticket_id), status }
+  local tool = planner_text(t)
+  if tool ~= '' then
+    table.insert(parts, tool)
+  end
+  if t.branch then
+    table.insert(parts, 'branch ' .. one_line(t.branch, 100))
+  end
+  if t.planVersion then
+    table.insert(parts, 'plan v' .. tostring(t.planVersion))
+  end
+  table.insert(lines, { '_' .. table.concat(parts, ' · ') .. '_' })
+  if t.handedOffAt then
+    table.insert(lines, { ('_handed off to %s · %s_'):format(tostring(t.handedOffTool or '?'), M.when(t.handedOffAt)),
+      'Comment' })
+  end
   if t.initiativeRunId then
     table.insert(lines, { ('_from breakdown run %d%s_'):format(t.initiativeRunId, M.after_text(t)), 'Comment' })
   end
@@ -233,18 +274,86 @@ function M.ticket_head(ticket_id, t, error)
   return M.join(groups)
 end
 
---- The heading of one run of a ticket.
+--- What a run's `sandbox` says in its heading, and whether it warns (the planner ran without
+--- the OS sandbox). Nil before the planner started (and for runs recorded without it).
+function M.sandbox_word(sandbox)
+  if sandbox == 'enforced' then
+    return 'sandbox enforced', false
+  elseif type(sandbox) == 'string' then
+    return '⚠ sandbox ' .. sandbox, true
+  end
+  return nil, false
+end
+
+--- `text .. ' · ' .. word`, with a span highlighting the word when it warns.
+local function with_sandbox(text, sandbox)
+  local word, warn = M.sandbox_word(sandbox)
+  if not word then
+    return text, nil
+  end
+  local col = #text + #' · '
+  text = text .. ' · ' .. word
+  return text, warn and { { col, #text, 'DiagnosticWarn' } } or nil
+end
+
+--- The heading of one run of a ticket: status, sandbox, failure.
 function M.run_heading(run_id, run)
-  local head = ('## Run %d · %s'):format(run_id, run.status or 'running')
+  local head, spans = with_sandbox(('## Run %d · %s'):format(run_id, run.status or 'running'), run.sandbox)
   if type(run.failure) == 'table' then
     head = head .. ' · ' .. one_line((run.failure.code or '') .. ': ' .. (run.failure.message or ''), 200)
   end
-  return { { head, type(run.failure) == 'table' and run.status == 'failed' and 'DiagnosticError' or nil } }
+  return { { head, type(run.failure) == 'table' and run.status == 'failed' and 'DiagnosticError' or nil, spans = spans } }
 end
 
---- The foot of a ticket's transcript: the plan, answered questions, open questions.
-function M.ticket_foot(t, questions)
+--- The foot of one run: the files it changed in the work tree (it must never), its timing.
+function M.run_foot(run)
   local out = {}
+  local violation = type(run.readonlyViolation) == 'table' and run.readonlyViolation.paths
+  if type(violation) == 'table' and #violation > 0 then
+    table.insert(out, { '**Planning changed files in the work tree** (it must never; the plan is kept, review '
+      .. 'them before you build on it):', 'DiagnosticError' })
+    for _, path in ipairs(violation) do
+      table.insert(out, { '- `' .. one_line(path, 400) .. '`', 'DiagnosticError' })
+    end
+  end
+  local timing = run.timing
+  if type(timing) == 'table' and timing.totalMs then
+    local parts = { 'took ' .. M.duration(timing.totalMs) }
+    if timing.firstOutputMs then
+      table.insert(parts, 'first output after ' .. M.duration(timing.firstOutputMs))
+    end
+    if timing.firstFinalMs then
+      table.insert(parts, 'answer after ' .. M.duration(timing.firstFinalMs))
+    end
+    table.insert(out, { '_' .. table.concat(parts, ' · ') .. '_', 'Comment' })
+  end
+  return out
+end
+
+--- "_all runs: 200 in · 40 out · … · $0.0020_" of a ticket's summed usage (nil when none).
+function M.usage_total(usage)
+  if type(usage) ~= 'table' then
+    return nil
+  end
+  local tokens = (usage.inputTokens or 0) + (usage.outputTokens or 0) + (usage.cacheReadTokens or 0)
+    + (usage.cacheWriteTokens or 0)
+  if tokens == 0 and (usage.costUsd or 0) == 0 then
+    return nil
+  end
+  return ('_all runs of the ticket: %d in · %d out · %d cache read · %d cache write · $%.4f_'):format(
+    usage.inputTokens or 0, usage.outputTokens or 0, usage.cacheReadTokens or 0, usage.cacheWriteTokens or 0,
+    usage.costUsd or 0)
+end
+
+--- The foot of a ticket's transcript: the ticket's usage, the plan, answered questions, open
+--- questions.
+function M.ticket_foot(t, questions, usage)
+  local out = {}
+  local total = M.usage_total(usage)
+  if total then
+    table.insert(out, { total, 'Comment' })
+    table.insert(out, { '' })
+  end
   local plan = t.plan
   if type(plan) == 'table' then
     table.insert(out, { '---' })
@@ -296,9 +405,10 @@ function M.breakdown_head(run_id, run, description, error, agent_runs)
   local desc = description or ''
   local first = vim.split(vim.trim(desc), '\n', { plain = true })[1] or ''
   table.insert(out, { '# Breakdown' .. (first ~= '' and (': ' .. one_line(first, 200)) or (' ' .. run_id)) })
-  local tool = run.tool and (run.tool .. (run.model and (' ' .. run.model) or '')) or ''
-  table.insert(out, { ('_breakdown run %d · %s%s_'):format(run_id, run.status or 'loading',
-    tool ~= '' and (' · ' .. tool) or '') })
+  local tool = planner_text(run)
+  local text, spans = with_sandbox(('_breakdown run %d · %s%s'):format(run_id, run.status or 'loading',
+    tool ~= '' and (' · ' .. tool) or ''), run.sandbox)
+  table.insert(out, { text .. '_', nil, spans = spans })
   table.insert(out, { '' })
   if vim.trim(desc) ~= '' then
     for _, l in ipairs(split_lines(vim.trim(desc))) do

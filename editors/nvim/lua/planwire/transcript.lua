@@ -1,14 +1,17 @@
 --- The transcript buffer `planwire://ticket/<id>`: a live, read-only markdown view of a
---- ticket's runs (and `planwire://run/<id>`, a breakdown's progress). Events are kept per run
---- by seq (no gaps, no doubles); each becomes an item, and each item a block of the buffer's
---- layout (`planwire.layout`), so an update writes only the lines it changes: new items are
---- appended, a tool result or a streamed delta rewrites its own item's lines.
+--- ticket's runs (and `planwire://run/<id>`, a breakdown's progress). Each run's events become
+--- items (`planwire.model`: by seq, no gaps, no doubles; live blocks by delta offset), and each
+--- item a block of the buffer's layout (`planwire.layout`), so an update writes only the lines
+--- it changes: new items are appended, a tool result or a streamed delta rewrites its own
+--- item's lines. This module keeps the views, catches them up (`getTranscript`, with the
+--- `openBlocks` of a live run) and renders them.
 local M = {}
 
 local api = vim.api
 local client = require('planwire.client')
 local layout = require('planwire.layout')
 local render = require('planwire.render')
+local model = require('planwire.model')
 
 M.ns = api.nvim_create_namespace('planwire.transcript')
 M.prefix = 'planwire://ticket/'
@@ -70,21 +73,22 @@ M.question_lines = render.question_lines
 M.answer_lines = render.answer_lines
 M.dependency_order = render.dependency_order
 M.after_text = render.after_text
-local one_line = render.one_line
 local RUN_ACTIVE = render.RUN_ACTIVE
 
--- Model ---------------------------------------------------------------------------------------
+-- Runs ----------------------------------------------------------------------------------------
 --
--- A view holds, per run, the items its events became (`r.items`, in order). Item `i` of a run is
--- block `i + 1` of the run's layout section (block 1 is the run's heading), so an event that
--- changes an item (a tool result, a delta, the stored text that closes a streamed block) finds
--- its lines through the item: `r.tools[callId]` and `r.open[agent:kind]` lead to it.
+-- A view holds, per run, its model (`planwire.model`): the items its events became, in order.
+-- Item `i` of a run is block `i + 1` of the run's layout section (block 1 is the run's heading),
+-- so an event that changes an item (a tool result, a delta, the stored text that closes a
+-- streamed block) finds its lines through the item. A second section per run is its foot.
 
---- Inserts the run's section into the view's layout, in run order.
+--- Inserts the run's sections into the view's layout, in run order: its items (the heading
+--- first) and its foot. The view's head is section 1, so the run at `i` takes `2i` and `2i + 1`.
 local function add_section(view, r)
   for i, id in ipairs(view.order) do
     if id == r.id then
-      r.sec = view.layout:insert_section(i + 1) -- after the head section
+      r.sec = view.layout:insert_section(2 * i)
+      r.foot = view.layout:insert_section(2 * i + 1)
       r.shown, r.changed = 0, {}
       return
     end
@@ -94,8 +98,7 @@ end
 local function new_run(view, run_id)
   local r = view.runs[run_id]
   if not r then
-    r = { id = run_id, last_seq = 0, pending = {}, items = {}, tools = {}, subagents = {}, open = {}, skip = {},
-      changed = {}, shown = 0 }
+    r = model.new_run(run_id)
     view.runs[run_id] = r
     table.insert(view.order, run_id)
     table.sort(view.order)
@@ -106,153 +109,17 @@ local function new_run(view, run_id)
   return r
 end
 
-local function append(r, item)
-  r.items[#r.items + 1] = item
-  item.idx = #r.items
-  return item
-end
-
---- Marks an item whose lines must be written again.
-local function touch(r, item)
-  if item.idx <= r.shown then
-    r.changed[item.idx] = true
-  end
-end
-
-local function depth_of(r, agent)
-  return (agent and r.subagents[agent]) and 1 or 0
-end
-
---- The key of the open streamed block of one agent and kind.
-local function open_key(agent, kind)
-  return tostring(agent or 'main') .. ':' .. kind
-end
-
---- Adds one event (already in seq order) to a run's items.
-local function add_event(r, ev)
-  local agent = ev.agentRunId
-  local depth = depth_of(r, agent)
-  local kind = ev.kind
-  if kind == 'text' or kind == 'reasoning' then
-    local key = open_key(agent, kind)
-    r.skip[key] = nil
-    local open = r.open[key]
-    if open then
-      -- the stored block that closes a streamed one replaces it, in place
-      r.open[key] = nil
-      open.text, open.final, open.live = ev.text or '', ev.final, nil
-      return touch(r, open)
-    end
-    append(r, { kind = kind, text = ev.text or '', agent = agent, depth = depth, final = ev.final })
+--- A piece of streamed text or reasoning (`planwire/delta`), continued at its `offset`. While
+--- the view catches up it is dropped: the page that reaches the run's last seq brings the
+--- block as far as it was sent (`openBlocks`). A gap (a piece past what is shown) asks for
+--- that page once.
+local function add_delta(view, r, agent, kind, text, offset)
+  if view.syncing then
     return
   end
-  if kind == 'toolCall' then
-    local item = append(r, { kind = 'tool', name = ev.name, input = ev.input, depth = depth })
-    if ev.callId then
-      r.tools[ev.callId] = item
-    end
-  elseif kind == 'toolResult' then
-    local item = ev.callId and r.tools[ev.callId]
-    if item then
-      item.status, item.output = ev.status, ev.output
-      touch(r, item)
-    else
-      append(r, { kind = 'tool', name = 'result', input = '', status = ev.status, output = ev.output, depth = depth })
-    end
-  elseif kind == 'subagent' then
-    if ev.phase == 'start' then
-      if agent then
-        r.subagents[agent] = ev.label or true
-      end
-      append(r, { kind = 'line', text = '↳ subagent: ' .. one_line(ev.label), depth = depth + 1, hl = 'Special' })
-    else
-      append(r, {
-        kind = 'line',
-        text = '↳ subagent done: ' .. one_line(ev.label) .. (ev.status and (' (' .. one_line(ev.status) .. ')') or ''),
-        depth = math.max(depth, 1),
-        hl = 'Special',
-      })
-    end
-  elseif kind == 'usage' then
-    append(r, {
-      kind = 'line',
-      text = ('_usage: %d in · %d out · %d cache read · %d cache write · $%.4f_'):format(
-        ev.inputTokens or 0, ev.outputTokens or 0, ev.cacheReadTokens or 0, ev.cacheWriteTokens or 0, ev.costUsd or 0),
-      depth = depth,
-      hl = 'Comment',
-    })
-  elseif kind == 'error' then
-    append(r, {
-      kind = 'line',
-      text = '**error** (' .. tostring(ev.errorKind or 'unknown') .. '): ' .. one_line(ev.message, 400),
-      depth = depth,
-      hl = 'DiagnosticError',
-      blank_before = true,
-    })
-  elseif kind == 'question' then
-    append(r, {
-      kind = 'line',
-      text = '❓ question ' .. tostring(ev.questionId) .. ' — answer with `:Planwire answer`',
-      depth = depth,
-      blank_before = true,
-      hl = 'DiagnosticWarn',
-    })
-  elseif kind == 'raw' then
-    append(r, { kind = 'line', text = '· ' .. one_line(ev.line, 120), depth = depth, hl = 'Comment' })
+  if model.delta(r, agent, kind, text, offset) == 'gap' and model.may_resync(r, agent, kind) then
+    M.sync(view)
   end
-  -- `session` and unknown kinds are not shown
-end
-
---- Feeds events of one run, dropping those already seen and holding those after a gap.
---- @return boolean gap true when events are missing before some held one
-local function feed(view, r, events)
-  for _, ev in ipairs(events) do
-    if type(ev.seq) == 'number' and ev.seq > r.last_seq then
-      r.pending[ev.seq] = ev
-    end
-  end
-  while r.pending[r.last_seq + 1] do
-    local ev = r.pending[r.last_seq + 1]
-    r.pending[r.last_seq + 1] = nil
-    r.last_seq = r.last_seq + 1
-    add_event(r, ev)
-  end
-  for seq in pairs(r.pending) do
-    if seq <= r.last_seq then
-      r.pending[seq] = nil
-    end
-  end
-  return next(r.pending) ~= nil
-end
-
---- A piece of streamed text or reasoning (`planwire/delta`): it extends the open block of its
---- agent and kind, or opens one. It is never stored: the stored event that closes the block
---- replaces it (add_event), and a block still open when its run ends is hidden (on_run).
-local function add_delta(view, r, agent, kind, text)
-  local key = open_key(agent, kind)
-  if view.syncing or r.skip[key] then
-    -- catching up: stored events are still coming in before it, so this block could land out
-    -- of order; its stored event will show it
-    r.skip[key] = true
-    return
-  end
-  local open = r.open[key]
-  if open then
-    open.text = open.text .. text
-    touch(r, open)
-  else
-    r.open[key] = append(r, { kind = kind, text = text, agent = agent, depth = depth_of(r, agent), live = true })
-  end
-end
-
---- Hides the blocks still open when a run ends: they were never stored.
-local function close_open(r)
-  for key, item in pairs(r.open) do
-    r.open[key] = nil
-    item.hidden = true
-    touch(r, item)
-  end
-  r.skip = {}
 end
 
 -- Rendering -----------------------------------------------------------------------------------
@@ -265,7 +132,7 @@ end
 local function signature(lines)
   local parts = {}
   for i, l in ipairs(lines) do
-    parts[i] = l[1] .. '\1' .. (l[2] or '')
+    parts[i] = l[1] .. '\1' .. (l[2] or '') .. (l.spans and vim.inspect(l.spans) or '')
   end
   return table.concat(parts, '\n')
 end
@@ -303,13 +170,15 @@ end
 local function render_runs(view)
   for _, id in ipairs(view.order) do
     local r = view.runs[id]
+    local run = client.state.runs[id] or {}
     local heading
     if view.run_id then
       heading = #r.items > 0 and { { '## Transcript' } } or {}
     else
-      heading = render.run_heading(id, client.state.runs[id] or {})
+      heading = render.run_heading(id, run)
     end
     put(view, r.sec, 1, 'run' .. id, heading, true, true)
+    put(view, r.foot, 1, 'runfoot' .. id, render.run_foot(run), true, true)
     for idx in pairs(r.changed) do
       view.layout:set_block(r.sec, idx + 1, render.item_block(r.items[idx]))
     end
@@ -342,7 +211,7 @@ local function draw(view)
   else
     t = t or {}
     head = render.ticket_head(view.ticket_id, t, view.error)
-    foot = render.ticket_foot(t, view.questions)
+    foot = render.ticket_foot(t, view.questions, view.usage)
   end
   put(view, view.head, 1, 'head', head, false, true)
   render_runs(view)
@@ -434,6 +303,7 @@ function M.sync(view)
       return client.get_ticket(view.ticket_id, function(err, result)
         if not err and result then
           view.questions = result.questions
+          view.usage = result.usage
         end
         cb(err, result)
       end)
@@ -479,7 +349,12 @@ function M.sync(view)
             return finish(e or { message = 'no transcript' })
           end
           local before = r.last_seq
-          feed(view, r, res.events or {})
+          if res.openBlocks then
+            -- the blocks streaming now follow the events up to lastSeq, not those notified since
+            model.feed(r, res.events or {}, res.lastSeq)
+            model.open_blocks(r, res.openBlocks)
+          end
+          model.feed(r, res.events or {})
           schedule_render(view)
           if not res.done and r.last_seq > before and r.last_seq < (res.lastSeq or 0) then
             return page()
@@ -502,7 +377,7 @@ function M.on_events(ticket_id, run_id, events)
     return
   end
   local r = new_run(view, run_id)
-  if feed(view, r, events) then
+  if model.feed(r, events) then
     M.sync(view) -- a gap: fetch what is missing
   end
   if view.run_id then
@@ -516,14 +391,14 @@ function M.on_events(ticket_id, run_id, events)
   schedule_render(view)
 end
 
---- planwire/delta `{ ticketId, runId, agentRunId?, kind, text }` (`ticket_id` is nil for a
---- breakdown): a piece of the open text or reasoning block, shown at once, in place.
-function M.on_delta(ticket_id, run_id, agent, kind, text)
+--- planwire/delta `{ ticketId, runId, agentRunId?, kind, text, offset }` (`ticket_id` is nil for
+--- a breakdown): a piece of the open text or reasoning block, shown at once, in place.
+function M.on_delta(ticket_id, run_id, agent, kind, text, offset)
   local view = (ticket_id and M.views[ticket_id]) or M.run_views[run_id]
   if not view or (kind ~= 'text' and kind ~= 'reasoning') or type(text) ~= 'string' then
     return
   end
-  add_delta(view, new_run(view, run_id), agent, kind, text)
+  add_delta(view, new_run(view, run_id), agent, kind, text, offset)
   schedule_render(view)
 end
 
@@ -563,7 +438,7 @@ function M.on_run(run)
     return
   end
   if view.runs[run.id] and not RUN_ACTIVE[run.status or 'running'] then
-    close_open(view.runs[run.id])
+    model.close_open(view.runs[run.id])
   end
   if view.run_id then
     -- a breakdown: its passes, and at the end its tickets, come with getRun / listTickets

@@ -1,13 +1,7 @@
 local H = require('helpers')
 local api = vim.api
 
-local function notified(pattern)
-  for _, n in ipairs(_G.planwire_test_notifications) do
-    if tostring(n.msg):find(pattern) then
-      return n
-    end
-  end
-end
+local notified = H.notified
 
 describe('questions', function()
   local restore

@@ -15,12 +15,13 @@ describe('a real nvim in tmux', function()
     end
   end)
 
-  it(':Planwire new, :w, :Planwire plan and :Planwire tickets, as typed', function()
+  it(':Planwire new, :w, :Planwire plan, edit, set and tickets, as typed', function()
     assert.equals(1, vim.fn.executable('tmux'), 'tmux is not installed')
     H.stop_servers()
     local dir = H.tempdir('tmux')
     local project = dir .. '/project'
-    vim.fn.mkdir(project .. '/.git', 'p')
+    vim.fn.mkdir(project, 'p')
+    H.git_branches(project, { 'typed/branch' })
     local init = dir .. '/init.lua'
     vim.fn.writefile({
       'vim.opt.runtimepath:prepend(' .. vim.inspect(H.plugin_dir) .. ')',
@@ -70,9 +71,17 @@ describe('a real nvim in tmux', function()
     wait_screen('the rendered plan', '# Plan: Change the greeting printed by main')
     local s = screen()
     assert.falsy(s:find('<planwire-plan>', 1, true), s)
+    -- the living plan, as typed: edit the title in its buffer, :w, and the list follows
+    keys(':Planwire edit', 'Enter')
+    wait_screen('the edit buffer', '# Typed in tmux')
+    keys('ggA, edited', 'Escape')
+    keys(':w', 'Enter')
+    wait_screen('the edit saved', 'updated; :Planwire plan plans it again')
+    keys(':Planwire set branch typed/branch', 'Enter')
+    wait_screen('the branch set', 'branch set to typed/branch')
     keys(':Planwire tickets', 'Enter')
     H.wait('the ticket planned in the tickets buffer', function()
-      return screen():match('#%d+%s+planned%s+Typed in tmux')
+      return screen():match('#%d+%s+planned%s+Typed in tmux, edited · branch typed/branch')
     end, nil, screen)
     keys(':qa!', 'Enter')
     H.wait('nvim quits', function()
