@@ -735,7 +735,7 @@ try {
     }, 10_000);
     const dialog = page.locator('.monaco-dialog-box');
     await waitFor('planwire asking to replace the file', () => dialog.isVisible(), 5000);
-    const question = (await dialog.innerText()).split('\n')[0];
+    const question = (await dialog.locator('.dialog-message-text').innerText().catch(() => dialog.innerText())).trim();
     await dialog.locator('.monaco-button', { hasText: 'Replace' }).first().click();
     await waitFor('the second export', () => events().filter((e) => e.event === 'exported').length === before + 2, 8000);
     return `wrote ${first.path.slice(WORKSPACE.length + 1)} (${first.bytes} bytes); again: "${question}" → replaced`;
