@@ -17,6 +17,7 @@ import {
 } from 'vscode-languageclient/node';
 import type { DeltaParams, PlannerInfo, Question, Run, Ticket, TranscriptParams } from './pure/types';
 import { bundledServer, chooseServer } from './pure/serverPath';
+import { ThrottledProgressFeature } from './progress';
 import { testLog } from './testlog';
 
 export const METHOD_NOT_FOUND = -32601;
@@ -166,6 +167,8 @@ export class Planwire implements vscode.Disposable {
       },
     };
     const client = new LanguageClient('planwire', 'planwire', serverOptions, clientOptions);
+    // Each run's progress in the status bar, at a few updates a second (src/progress.ts).
+    client.registerFeature(new ThrottledProgressFeature(client));
     this.client = client;
     this.disposables.push(
       client.onNotification('planwire/transcript', (p: TranscriptParams) => this.onTranscript.fire(p)),
