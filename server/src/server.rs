@@ -123,6 +123,10 @@ async fn cancel(outbox: &Outbox, in_flight: &InFlight, params: Value) {
 }
 
 async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Value), ResponseError> {
+    if !(params.is_object() || params.is_null()) {
+        let m = "invalid params for initialize: params must be an object";
+        return Err(ResponseError::new(ErrorCode::InvalidParams, m));
+    }
     let options = match params.get("initializationOptions") {
         None | Some(Value::Null) => InitializationOptions::default(),
         Some(v) => handlers::parse_params::<InitializationOptions>("initialize (initializationOptions)", v.clone())?,
