@@ -44,10 +44,7 @@ pub enum Report {
     },
     /// The agent asks the person and waits: the driver expects a [`Command::Answer`] with
     /// this `ask` (or a stop).
-    Ask {
-        ask: AskId,
-        items: Vec<QuestionItem>,
-    },
+    Ask { ask: AskId, items: Vec<QuestionItem> },
     /// A plan the agent offered for approval (which planning never gives): a plan
     /// candidate, used when the final answer holds no `<planwire-plan>`.
     PlanCandidate(String),
