@@ -15,7 +15,7 @@ use crate::handlers;
 use crate::planners::detect;
 use crate::session::Session;
 use crate::store::runs::{self, Owner};
-use crate::store::Store;
+use crate::store::{Store, StoreError, StoreOptions};
 use crate::supervisor;
 use crate::transport::{self, Incoming, Outbox, ReaderEvent, RequestId, ResponseError};
 
@@ -143,8 +143,13 @@ async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Val
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .map(str::to_owned);
-    let store = Store::open(&config.db_path)
-        .map_err(|e| ResponseError::new(ErrorCode::InternalError, format!("cannot open the database: {e}")))?;
+    let opts = StoreOptions {
+        busy_limit: config.busy_timeout,
+    };
+    let store = Store::open_with(&config.db_path, opts).map_err(|e| {
+        tracing::error!("initialize failed: {e}");
+        ResponseError::new(ErrorCode::InternalError, e.to_string())
+    })?;
     recover(&store).await;
     let (pid, start) = crate::util::self_identity();
     let owner = Owner { pid, start };
@@ -165,7 +170,7 @@ async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Val
 
 /// Marks runs whose owner is gone `interrupted` and kills what is left of their groups.
 async fn recover(store: &Store) {
-    match store.write(runs::recover).await {
+    match store.write_ending(runs::recover).await {
         Ok(leftovers) => {
             for l in leftovers {
                 let killed = match (l.pgid, l.child_start) {
@@ -184,13 +189,26 @@ async fn recover(store: &Store) {
     }
 }
 
+/// Marks this process's runs alive, every [`HEARTBEAT`], for as long as the session lives.
+/// A write that fails (a full disk, a lock) is said once and tried again at the next tick.
 async fn heartbeat(s: Arc<Session>) {
     let mut tick = tokio::time::interval(HEARTBEAT);
+    let mut failing = false;
     loop {
         tick.tick().await;
         let owner = s.owner;
-        if s.store.write(move |c| runs::heartbeat(c, owner)).await.is_err() {
-            return;
+        match s.store.write(move |c| runs::heartbeat(c, owner)).await {
+            Ok(()) if failing => {
+                tracing::info!("the heartbeat is written again");
+                failing = false;
+            }
+            Ok(()) => {}
+            Err(StoreError::Gone) => return,
+            Err(e) if !failing => {
+                tracing::warn!("cannot write the heartbeat (will retry): {e}");
+                failing = true;
+            }
+            Err(_) => {}
         }
     }
 }

@@ -16,4 +16,5 @@ mod realcli_codex;
 mod realcli_opencode;
 mod recovery;
 mod stop;
+mod storage;
 mod terminal;

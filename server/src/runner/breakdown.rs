@@ -267,6 +267,11 @@ impl Driver {
 
     async fn finish_breakdown(mut self, ended: Ended, ctl: Control) {
         let run = self.run_id;
+        // A run whose events could not all be stored is never completed.
+        let ended = match self.storage_failure.clone() {
+            Some(f) => Ended::Failed(f),
+            None => ended,
+        };
         let (mut ending, created) = match ended {
             Ended::Created(ids) => {
                 let mut e = failed_ending("", String::new(), Some(0), None);
@@ -297,7 +302,7 @@ impl Driver {
         let recorded = self
             .s
             .store
-            .write(move |c| {
+            .write_ending(move |c| {
                 runs::finish(c, run, &ending)?;
                 transcript::end_open_agent_runs(c, run, status.as_str())
             })

@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use planwire_protocol::{
-    AgentRunId, ErrorCode, EventBody, QuestionId, QuestionParams, RunChangedParams, RunId, SubagentPhase, Ticket,
-    TicketChangedParams, TicketId, TranscriptEvent, TranscriptParams,
+    AgentRunId, ErrorCode, EventBody, Failure, QuestionId, QuestionParams, RunChangedParams, RunId, SubagentPhase,
+    Ticket, TicketChangedParams, TicketId, TranscriptEvent, TranscriptParams,
 };
 use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot};
@@ -225,6 +225,8 @@ pub(crate) struct Driver {
     usage_baseline: Option<[u64; 4]>,
     /// A fresh start to fall back on when a resumed session turns out to be unknown.
     fallback: Option<(Ticket, RunSpec)>,
+    /// The store could not take a batch: the run ends there, failed with this.
+    storage_failure: Option<Failure>,
 }
 
 impl Driver {
@@ -264,6 +266,7 @@ impl Driver {
             sets_session: true,
             usage_baseline: None,
             fallback: None,
+            storage_failure: None,
         }
     }
 
@@ -400,12 +403,15 @@ impl Driver {
             .and_then(|(k, _)| self.agents.get(k))
             .copied();
         let (run, k) = (self.run_id, key.to_owned());
-        let id = self
+        let started = self
             .s
             .store
             .write(move |c| transcript::start_agent_run(c, run, parent, Some(&k), &label))
-            .await
-            .unwrap_or_default();
+            .await;
+        let id = started.unwrap_or_else(|e| {
+            self.storage_failed("an agent run", &e);
+            0
+        });
         self.agents.insert(key.to_owned(), id);
         id
     }
@@ -429,11 +435,17 @@ impl Driver {
     }
 
     /// Commits the pending events, then notifies them (with the very JSON that was stored).
+    /// A batch the store cannot take is never skipped: the store has already retried what
+    /// can be retried (a lock), so the run ends here ([`Driver::storage_failure`]), and
+    /// nothing after it is stored or notified. Seqs stay contiguous in both.
     async fn flush(&mut self) {
         if self.pending.is_empty() {
             return;
         }
         let events = std::mem::take(&mut self.pending);
+        if self.storage_failure.is_some() {
+            return;
+        }
         let (run, count) = (self.run_id, events.len());
         match self.s.store.write(move |c| transcript::append(c, run, &events)).await {
             Ok(payloads) => {
@@ -453,8 +465,14 @@ impl Driver {
                 frame.push_str("]}}");
                 self.s.outbox.send_bytes(frame.into_bytes()).await;
             }
-            Err(e) => tracing::error!("run {run}: cannot store {count} events: {e}"),
+            Err(e) => self.storage_failed(&format!("{count} events"), &e),
         }
+    }
+
+    /// Records that the store could not take part of the run: the run ends failed with it.
+    fn storage_failed(&mut self, what: &str, e: &StoreError) {
+        tracing::error!("run {}: cannot store {what}: {e}; the run ends here", self.run_id);
+        self.storage_failure.get_or_insert_with(|| outcome::storage_failure(e));
     }
 
     /// Ends a plan run: decides how it ended, records it with its ticket, and notifies.
@@ -467,10 +485,18 @@ impl Driver {
             plan_candidate: self.plan_candidate.as_deref(),
             ticket_title: &self.title,
         };
-        let unknown_session = matches!(how, How::Exited(_)) && self.parser.session_not_found(stderr_tail);
-        let (mut ending, settle) = decide(how, self.parser.as_ref(), &facts);
+        let unknown_session = matches!(how, How::Exited(_))
+            && self.parser.session_not_found(stderr_tail)
+            && self.storage_failure.is_none();
+        let (mut ending, mut settle) = decide(how, self.parser.as_ref(), &facts);
         if let (true, Some(failure)) = (unknown_session, ending.failure.as_mut()) {
             failure.code = "session_not_found".into();
+        }
+        // A run whose events could not all be stored is never completed, whatever its planner did.
+        if let Some(failure) = self.storage_failure.clone() {
+            settle = outcome::Settle::Failed(failure.message.clone());
+            ending.status = planwire_protocol::RunStatus::Failed;
+            ending.failure = Some(failure);
         }
         ending.session_id = self.parser.session_id();
         ending.first_output_ms = self.first_output_ms;
@@ -524,7 +550,7 @@ impl Driver {
             }
             None => {
                 let run = self.run_id;
-                let _ = self.s.store.write(move |c| runs::finish(c, run, &ending)).await;
+                let _ = self.s.store.write_ending(move |c| runs::finish(c, run, &ending)).await;
             }
         }
         notify_changed(&self.s, self.ticket_id, self.run_id).await;

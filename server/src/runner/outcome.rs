@@ -11,7 +11,7 @@ use planwire_protocol::{
 use crate::planners::plan::{extract_plan, plan_markdown, strip_plan_block};
 use crate::planners::LineParser;
 use crate::session::Session;
-use crate::store::{questions, runs, tickets, transcript};
+use crate::store::{questions, runs, tickets, transcript, StoreError};
 use crate::util::now;
 
 pub(super) enum How {
@@ -20,9 +20,12 @@ pub(super) enum How {
     Exited(Option<ExitStatus>),
     Stopped(Option<ExitStatus>),
     TimedOut(&'static str, Option<ExitStatus>),
+    /// The store could not take the run's events: the planner was stopped.
+    StorageFailed(Option<ExitStatus>),
 }
 
 /// How the ticket settles after a run.
+#[derive(Clone)]
 pub(super) enum Settle {
     Planned { plan: Plan, update: String },
     Failed(String),
@@ -116,6 +119,14 @@ pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::End
                 Settle::Failed(message),
             )
         }
+        How::StorageFailed(st) => {
+            let (code, signal) = status_parts(st);
+            let m = "The run's events could not be stored.".to_owned();
+            (
+                failed_ending("storage_error", m.clone(), code, signal),
+                Settle::Failed(m),
+            )
+        }
         How::Exited(st) => {
             let (code, signal) = status_parts(st);
             let text = parser.final_text();
@@ -159,6 +170,27 @@ pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::End
     (ending, settle)
 }
 
+/// The failure of a run that ends because the store could not take its events: the
+/// store's words (where, how full, who holds the lock), and what is kept.
+pub(super) fn storage_failure(e: &StoreError) -> Failure {
+    let code = match e {
+        StoreError::Full { .. } => "storage_full",
+        StoreError::Locked { .. } => "storage_busy",
+        _ => "storage_error",
+    };
+    let advice = match e {
+        StoreError::Full { .. } => " Free some space, then plan again.",
+        StoreError::Locked { .. } => " Close the other program, then plan again.",
+        _ => "",
+    };
+    Failure {
+        code: code.into(),
+        message: format!(
+            "Planning stopped: {e}. Every event shown so far is saved; nothing after it was kept.{advice}"
+        ),
+    }
+}
+
 /// One question record (source `plan`) with an item per open question of the plan.
 fn plan_question_items(plan: &Plan) -> Vec<QuestionItem> {
     plan.open_questions
@@ -187,23 +219,23 @@ pub(super) async fn record_end(
 ) -> Option<(Question, TranscriptEvent)> {
     let result = s
         .store
-        .write(move |c| {
+        .write_ending(move |c| {
             runs::finish(c, run, &ending)?;
             transcript::end_open_agent_runs(c, run, ending.status.as_str())?;
             // A live question the run never got answered stays answerable: it resumes the session.
             questions::mark_stale(c, run)?;
             let mut question = None;
-            let status = match settle {
+            let status = match &settle {
                 Settle::Planned { plan, update } => {
-                    tickets::set_plan(c, ticket, &plan)?;
+                    tickets::set_plan(c, ticket, plan)?;
                     crate::store::memory::record_suggestions(c, ticket, run, &plan.memory_suggestions)?;
                     if !update.is_empty() {
-                        tickets::add_message(c, ticket, Some(run), "response", &update)?;
+                        tickets::add_message(c, ticket, Some(run), "response", update)?;
                     }
-                    tickets::add_message(c, ticket, Some(run), "plan", &plan_markdown(&plan))?;
+                    tickets::add_message(c, ticket, Some(run), "plan", &plan_markdown(plan))?;
                     if !plan.open_questions.is_empty() {
                         let q =
-                            questions::create(c, ticket, run, QuestionSource::Plan, &plan_question_items(&plan), None)?;
+                            questions::create(c, ticket, run, QuestionSource::Plan, &plan_question_items(plan), None)?;
                         let text: Vec<String> = plan.open_questions.iter().map(|q| format!("- {q}")).collect();
                         tickets::add_message(c, ticket, Some(run), "question", &text.join("\n"))?;
                         let body = EventBody::Question { question_id: q.id };
@@ -219,7 +251,7 @@ pub(super) async fn record_end(
                     TicketStatus::Planned
                 }
                 Settle::Failed(message) => {
-                    tickets::add_message(c, ticket, Some(run), "error", &message)?;
+                    tickets::add_message(c, ticket, Some(run), "error", message)?;
                     TicketStatus::Failed
                 }
                 Settle::Stopped => {

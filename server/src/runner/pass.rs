@@ -53,6 +53,9 @@ impl Driver {
     /// Starts a pass's process and resets the pass's state. The first pass marks the run
     /// started; later ones record their process group, so recovery finds whichever runs.
     pub(super) async fn spawn_pass(&mut self, pass: PassSpec<'_>) -> Result<Supervised, String> {
+        if let Some(failure) = &self.storage_failure {
+            return Err(failure.message.clone());
+        }
         let launch = planners::launch_with(
             self.tool,
             &LaunchRequest {
@@ -173,8 +176,12 @@ impl Driver {
             Stop(oneshot::Sender<()>),
             Timeout(&'static str),
             Exited(Option<ExitStatus>),
+            Storage,
         }
         let step = loop {
+            if self.storage_failure.is_some() {
+                break Step::Storage;
+            }
             let waiting = !self.live.is_empty();
             match (waiting, waiting_since) {
                 (true, None) => {
@@ -229,6 +236,7 @@ impl Driver {
                 How::Stopped(child.stop(config.stop_grace).await)
             }
             Step::Timeout(code) => How::TimedOut(code, child.stop(config.stop_grace).await),
+            Step::Storage => How::StorageFailed(child.stop(config.stop_grace).await),
             Step::Exited(status) => {
                 child.reap_group().await;
                 How::Exited(status)
