@@ -133,6 +133,27 @@ impl Server {
         stdin.flush().unwrap();
     }
 
+    /// Takes in whatever arrives for `d` (a scenario's pause, not a wait for a condition).
+    pub fn pump_for(&mut self, d: Duration) {
+        let end = Instant::now() + d;
+        while let Some(msg) = self.recv(end) {
+            self.on_other(msg);
+        }
+    }
+
+    /// After the process died: takes in everything it wrote before, up to the pipe's end.
+    pub fn drain_closed(&mut self) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(msg) => self.seen.push(msg),
+                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Timeout) => panic!("the server's stdout did not close"),
+            }
+        }
+    }
+
     /// Stops reading the server's stdout (after the frame being read, if any), as a client
     /// that is busy or hung would; [`resume_reading`](Self::resume_reading) goes on.
     pub fn pause_reading(&self) {

@@ -7,9 +7,11 @@ mod initiative;
 
 mod bad_input;
 mod claude_cli;
+mod crash;
 mod lifecycle;
 mod memory;
 mod planning;
+mod pressure;
 mod questions;
 mod realcli;
 mod realcli_codex;
