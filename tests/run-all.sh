@@ -19,6 +19,9 @@ step "cargo fmt" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test" cargo test --workspace
 step "build planwire" cargo build -p planwire
+# libFuzzer over every parser, a fixed time each (installs the pinned cargo-fuzz into
+# .cache/cargo-fuzz; needs the nightly toolchain). See fuzz/README.md.
+step "fuzz (30 s per target)" bash fuzz/run.sh 30
 
 # The real-CLI tier: the pinned CLIs from npm against our mock model server.
 bash tests/realcli/install.sh

@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod fuzzing;
 pub mod handlers;
 pub mod planners;
 pub mod progress;

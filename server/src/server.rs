@@ -19,8 +19,16 @@ use crate::store::{Store, StoreError, StoreOptions};
 use crate::supervisor;
 use crate::transport::{self, Incoming, Outbox, ReaderEvent, RequestId, ResponseError};
 
-/// How often a sidecar marks its runs alive in the database.
+/// How often a sidecar marks its runs alive in the database (tests shorten it with
+/// `PLANWIRE_HEARTBEAT_MS`).
 const HEARTBEAT: Duration = Duration::from_secs(10);
+
+fn heartbeat_every() -> Duration {
+    std::env::var("PLANWIRE_HEARTBEAT_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(HEARTBEAT, Duration::from_millis)
+}
 
 type InFlight = Arc<Mutex<HashMap<RequestId, AbortHandle>>>;
 
@@ -192,7 +200,7 @@ async fn recover(store: &Store) {
 /// Marks this process's runs alive, every [`HEARTBEAT`], for as long as the session lives.
 /// A write that fails (a full disk, a lock) is said once and tried again at the next tick.
 async fn heartbeat(s: Arc<Session>) {
-    let mut tick = tokio::time::interval(HEARTBEAT);
+    let mut tick = tokio::time::interval(heartbeat_every());
     let mut failing = false;
     loop {
         tick.tick().await;

@@ -85,7 +85,7 @@ fn disk_fills_mid_run(size: u64, leave: u64, text_len: usize) {
         return;
     };
     let db = fs.dir.join("planwire.db");
-    let mut s = w.start();
+    let mut s = Server::start(&w, &[("PLANWIRE_HEARTBEAT_MS", "200")]);
     s.initialize(json!({ "dbPath": db }));
     let reserve = fs.dir.join("planwire.db-reserve");
     assert!(reserve.exists(), "space is kept in reserve");
@@ -122,12 +122,16 @@ fn disk_fills_mid_run(size: u64, leave: u64, text_len: usize) {
         json!({ "root": w.root(), "title": "T", "description": "" }),
     );
     assert!(e["message"].as_str().unwrap().contains("the disk is full"), "{e}");
+    wait_stderr(&s, "the heartbeat fails", "cannot write the heartbeat (will retry)");
+    let doctor = doctor(&w, &db);
+    assert!(doctor.contains("the disk holding it is full"), "{doctor}");
     // Space freed: the next plan works, without a restart, and the reserve is kept again.
     std::fs::remove_file(filler).unwrap();
     let again = s.ok("planwire/plan", json!({ "ticketId": ticket, "model": "demo" }));
     let ended = run_ended(&mut s, again["runId"].as_i64().unwrap());
     assert_eq!(ended["status"], "completed", "{ended}");
     eventually("the reserve is back", WAIT, || reserve.exists());
+    wait_stderr(&s, "the heartbeat goes on", "the heartbeat is written again");
     assert!(!s.stderr().contains("panicked"));
     assert_eq!(s.shutdown_and_exit(), 0);
 }
@@ -140,6 +144,17 @@ fn the_disk_fills_mid_run_with_a_little_room_left() {
 #[test]
 fn the_disk_fills_mid_run_with_more_room_and_longer_lines() {
     disk_fills_mid_run(24 << 20, 4 << 20, 2000);
+}
+
+/// What `planwire doctor` prints for the database at `db`.
+fn doctor(w: &World, db: &Path) -> String {
+    let out = Command::new(BIN)
+        .args(["doctor", "--db"])
+        .arg(db)
+        .env("HOME", w.path("home"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A paced stream: text lines for about `secs` seconds.
@@ -211,6 +226,11 @@ fn a_lock_held_past_the_busy_timeout_fails_the_run_storage_busy_naming_the_holde
     s.wait_for("some events", |m| m["method"] == "planwire/transcript");
     let (pgid, start) = run_group(&w, run);
     let holder = Holder::take(Path::new(&w.db()));
+    let doctor = doctor(&w, Path::new(&w.db()));
+    assert!(
+        doctor.contains(&format!("is locked by pid {}", std::process::id())),
+        "{doctor}"
+    );
     wait_stderr(&s, "the batch gave up", "the run ends here");
     // The planner is stopped at once; the run's end waits for the lock.
     eventually("the planner is gone", WAIT, || !group_alive(pgid, start));
@@ -292,15 +312,9 @@ fn refused(w: &World, path: &Path, expect: &str) {
     s.send(&json!({ "jsonrpc": "2.0", "method": "exit" }));
     assert_eq!(s.wait_exit(), 1);
     assert!(!s.stderr().contains("panicked"), "{}", s.stderr());
-    let doctor = Command::new(BIN)
-        .args(["doctor", "--db"])
-        .arg(path)
-        .env("HOME", w.path("home"))
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&doctor.stdout);
-    assert_eq!(doctor.status.code(), Some(1), "{out}");
+    let out = doctor(w, path);
     assert!(out.contains(expect), "doctor says {expect:?}:\n{out}");
+    assert!(out.contains("The database cannot be used"), "{out}");
     let after = snapshot(path);
     assert!(before.0 == after.0, "{}: the bytes changed", path.display());
     assert_eq!(before.1, after.1, "{}: the mode changed", path.display());

@@ -1,7 +1,8 @@
 //! `planwire doctor`: each planner (path, version, supported, what is missing), the database
 //! (its path, resolved like the server's, and its state in words: missing, ready, damaged,
-//! newer, locked, on a full disk; checked without creating or changing it) and where logs go. Exits 1
-//! when no real planner (claude, opencode, codex) is usable; the `script` planner is a demo.
+//! foreign, newer, locked, on a full disk; checked without creating or changing it) and where
+//! logs go. Exits 1 when no real planner (claude, opencode, codex) is usable, or when the
+//! database cannot be used; the `script` planner is a demo.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -113,6 +114,9 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
         .map(|v| v.info.tool.as_str())
         .collect();
     lines.push(String::new());
+    if !db_ok {
+        lines.push(bad("The database cannot be used: see above, or pass --db PATH."));
+    }
     let code = if usable.is_empty() {
         lines.push(bad(
             "No planner is usable: install Claude Code, OpenCode or Codex (see \"missing\" above).",
@@ -120,7 +124,6 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
         lines.push("The demo still runs without one: planwire plan --root . --title T --tool script".into());
         1
     } else if !db_ok {
-        lines.push(bad("The database cannot be used: see above, or pass --db PATH."));
         1
     } else {
         lines.push(ok(&format!("Ready: {} can plan.", usable.join(", "))));

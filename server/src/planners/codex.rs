@@ -58,7 +58,7 @@ use serde_json::Value;
 use super::claude::{INPUT_SUMMARY_MAX, OUTPUT_SUMMARY_MAX};
 use super::{
     classify_api_error, emit_held, flag_value_ok, parse_json_line, raw_event, status_in_text, str_of, strip_ansi,
-    truncate_chars, LineParser, ParsedEvent, Subagents,
+    truncate_chars, LineParser, ParsedEvent, Subagents, TextTail,
 };
 
 /// Options that keep a run bounded and free of background processes. Connection failures
@@ -118,8 +118,8 @@ pub struct CodexParser {
     /// The last agent message, until we know whether it ends the turn, then the events that
     /// arrived after it without deciding that (warnings, retry notices).
     pending: Vec<EventBody>,
-    main_text: Vec<String>,
-    final_text: Vec<String>,
+    main_text: TextTail,
+    final_text: TextTail,
     calls: HashSet<String>,
     results: HashSet<String>,
     subagents: Subagents,
@@ -178,7 +178,8 @@ impl CodexParser {
         self.final_text.join("\n\n")
     }
 
-    /// Every agent message in order, joined by blank lines.
+    /// The agent messages in order, joined by blank lines, as far back as
+    /// [`TEXT_TAIL`](super::TEXT_TAIL).
     pub fn all_text(&self) -> String {
         self.main_text.join("\n\n")
     }
@@ -437,6 +438,9 @@ impl LineParser for CodexParser {
     }
     fn all_text(&self) -> String {
         CodexParser::all_text(self)
+    }
+    fn text_dropped(&self) -> bool {
+        self.main_text.dropped()
     }
     fn final_text(&self) -> String {
         CodexParser::final_text(self)

@@ -56,7 +56,7 @@ use serde_json::Value;
 use super::claude::OUTPUT_SUMMARY_MAX;
 use super::{
     classify_api_error, emit_held, flag_value_ok, parse_json_line, str_of, strip_ansi, summarize_fields,
-    truncate_chars, LineParser, ParsedEvent,
+    truncate_chars, LineParser, ParsedEvent, TextTail,
 };
 
 /// The session title when the ticket has none (any `--title` saves a title-generation
@@ -223,8 +223,8 @@ pub struct OpenCodeParser {
     session_id: Option<String>,
     /// Text and reasoning of the current step, until its `step_finish`.
     pending: Vec<EventBody>,
-    main_text: Vec<String>,
-    final_text: Vec<String>,
+    main_text: TextTail,
+    final_text: TextTail,
     calls: HashSet<String>,
     results: HashSet<String>,
     child_sessions: Vec<(String, String)>,
@@ -298,7 +298,8 @@ impl OpenCodeParser {
         self.final_text.join("\n\n")
     }
 
-    /// Every main-agent text part in order, joined by blank lines.
+    /// The main-agent text parts in order, joined by blank lines, as far back as
+    /// [`TEXT_TAIL`](super::TEXT_TAIL).
     pub fn all_text(&self) -> String {
         self.main_text.join("\n\n")
     }
@@ -585,6 +586,9 @@ impl LineParser for OpenCodeParser {
     }
     fn all_text(&self) -> String {
         OpenCodeParser::all_text(self)
+    }
+    fn text_dropped(&self) -> bool {
+        self.main_text.dropped()
     }
     fn final_text(&self) -> String {
         OpenCodeParser::final_text(self)

@@ -208,6 +208,7 @@ impl Driver {
             stderr: tail,
             plan_candidate: None,
             ticket_title: "",
+            stored_plan: None,
         };
         let (ending, _) = decide(how, self.parser.as_ref(), &facts);
         match ending.status {

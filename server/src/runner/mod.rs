@@ -479,11 +479,13 @@ impl Driver {
     async fn finish_plan(mut self, how: How, stderr_tail: &str, ctl: Control) {
         let run = self.run_id;
         let stop_requested = stop_requested(&self.s, run).await;
+        let stored_plan = outcome::plan_from_store(&self.s, run, self.parser.as_ref()).await;
         let facts = Facts {
             stop_requested,
             stderr: stderr_tail,
             plan_candidate: self.plan_candidate.as_deref(),
             ticket_title: &self.title,
+            stored_plan: stored_plan.as_ref(),
         };
         let unknown_session = matches!(how, How::Exited(_))
             && self.parser.session_not_found(stderr_tail)

@@ -76,6 +76,24 @@ pub(super) struct Facts<'a> {
     pub stderr: &'a str,
     pub plan_candidate: Option<&'a str>,
     pub ticket_title: &'a str,
+    /// A plan read back from the stored transcript ([`plan_from_store`]).
+    pub stored_plan: Option<&'a Plan>,
+}
+
+/// The plan, read back from the run's stored `text` events, when the parser let go of older
+/// text (it keeps a bounded tail) and neither the final answer nor the tail holds one.
+pub(super) async fn plan_from_store(s: &Session, run: RunId, parser: &dyn LineParser) -> Option<Plan> {
+    if !parser.text_dropped()
+        || extract_plan(&parser.final_text()).is_some()
+        || extract_plan(&parser.all_text()).is_some()
+    {
+        return None;
+    }
+    s.store
+        .read(move |c| transcript::find_in_main_text(c, run, extract_plan))
+        .await
+        .ok()
+        .flatten()
 }
 
 pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::Ending, Settle) {
@@ -132,6 +150,7 @@ pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::End
             let text = parser.final_text();
             let plan = extract_plan(&text)
                 .or_else(|| extract_plan(&parser.all_text()))
+                .or_else(|| f.stored_plan.cloned())
                 .or_else(|| f.plan_candidate.map(|c| plan_from_candidate(c, f.ticket_title)));
             match (code, parser.error_message(), plan) {
                 (Some(0), None, Some(plan)) => {

@@ -17,6 +17,10 @@ use rusqlite::ffi;
 /// Space kept in `<db>-reserve`: enough for the few rows that record how runs ended.
 pub const RESERVE_BYTES: u64 = 1024 * 1024;
 
+/// Free space under which a disk counts as full once a write found it so (and `doctor` says
+/// it is): room for the reserve, and then some.
+pub const ROOM_BYTES: u64 = 4 * RESERVE_BYTES;
+
 /// Byte of the `-shm` file that SQLite locks to write in WAL mode.
 const WAL_WRITE_LOCK: u64 = 120;
 
@@ -163,7 +167,7 @@ impl Reserve {
 
     /// Makes the reserve when it is missing and the filesystem has room to spare.
     pub fn ensure(&self) {
-        if self.is_held() || free_bytes(&self.path).is_none_or(|free| free < 4 * RESERVE_BYTES) {
+        if self.is_held() || free_bytes(&self.path).is_none_or(|free| free < ROOM_BYTES) {
             return;
         }
         if let Err(e) = self.allocate() {

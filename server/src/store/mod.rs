@@ -291,7 +291,7 @@ impl Writer {
         if self.full && !ending {
             let free = free_bytes(&self.path).unwrap_or(0);
             // Room for the reserve, and then some: until then, the space is for endings.
-            if free < 4 * faults::RESERVE_BYTES {
+            if free < faults::ROOM_BYTES {
                 return Err(self.full_error());
             }
         }
@@ -416,7 +416,7 @@ pub fn check(path: &Path, busy: Duration) -> Health {
         return Health::Problem(classify(e, path, busy));
     }
     match free_bytes(path) {
-        Some(free) if free < faults::RESERVE_BYTES => Health::Full { version, free },
+        Some(free) if free < faults::ROOM_BYTES => Health::Full { version, free },
         free => Health::Ready { version, free },
     }
 }
