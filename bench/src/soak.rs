@@ -232,9 +232,10 @@ pub fn run(bin: &Path, work: &Path, root: &Path, cache: &Path, args: SoakArgs) -
             check_run(side, &tracker, *run, &mut c);
         }
         let elapsed = started.elapsed().as_secs_f64() / 60.0;
-        let last = samples.last().map_or(String::new(), |s: &Sample| {
-            format!("; RSS {} fds {} threads {}", mib(s.rss as f64), s.fds, s.threads)
-        });
+        let last = match samples.last() {
+            Some(s) if !killed => format!("; RSS {} fds {} threads {}", mib(s.rss as f64), s.fds, s.threads),
+            _ => String::new(),
+        };
         println!(
             "  round {:>3} at {elapsed:>5.1} min: {} runs{}{last}",
             c.rounds,

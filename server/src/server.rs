@@ -155,7 +155,7 @@ async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Val
         busy_limit: config.busy_timeout,
     };
     let store = Store::open_with(&config.db_path, opts).map_err(|e| {
-        tracing::error!("initialize failed: {e}");
+        tracing::info!("initialize failed: {e}");
         ResponseError::new(ErrorCode::InternalError, e.to_string())
     })?;
     recover(&store).await;
@@ -178,7 +178,7 @@ async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Val
 
 /// Marks runs whose owner is gone `interrupted` and kills what is left of their groups.
 async fn recover(store: &Store) {
-    match store.write_ending(runs::recover).await {
+    match store.write(runs::recover).await {
         Ok(leftovers) => {
             for l in leftovers {
                 let killed = match (l.pgid, l.child_start) {

@@ -25,7 +25,6 @@ pub(super) enum How {
 }
 
 /// How the ticket settles after a run.
-#[derive(Clone)]
 pub(super) enum Settle {
     Planned { plan: Plan, update: String },
     Failed(String),
