@@ -27,7 +27,7 @@ for t in "${targets[@]}"; do
   rc=0
   cargo +nightly fuzz run --fuzz-dir fuzz "$t" "fuzz/corpus/$t" -- \
     -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1 || rc=$?
-  grep -E "^#[0-9]+ +(DONE|INITED)|^stat::number_of_executed_units|^stat::peak_rss|^Done " "$log" || true
+  grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::peak_rss|^Done " "$log" || true
   if [ "$rc" -ne 0 ]; then
     tail -n 60 "$log"
     echo "!!! fuzz target $t failed (exit $rc): its input is in fuzz/artifacts/$t/" >&2

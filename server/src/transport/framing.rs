@@ -6,7 +6,7 @@
 //! is not a number is skipped whole. Duplicate `Content-Length` headers with one value count
 //! as one; different values close the connection ([`FrameError::Conflicting`]), as RFC 9112
 //! treats them, since any guess at the body's end could eat the next message. A length above
-//! [`MAX_FRAME`] is fatal too, and is never allocated.
+//! [`MAX_FRAME`] is fatal too; no claimed length is allocated before its bytes arrive.
 //!
 //! A body that turns out not to be JSON is handed back with [`Rescan::rescan`] and read again
 //! as headers: a frame whose length was too long took the next frame's header into its body,
@@ -63,8 +63,12 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R) -> Result<Frame
             match length {
                 Some(n) if n > MAX_FRAME as u64 => return Err(FrameError::TooLarge(n)),
                 Some(n) => {
-                    let mut body = vec![0u8; n as usize];
-                    reader.read_exact(&mut body).await?;
+                    // Grown as the bytes arrive: a length that lies costs nothing up front.
+                    let mut body = Vec::with_capacity((n as usize).min(64 * 1024));
+                    (&mut *reader).take(n).read_to_end(&mut body).await?;
+                    if (body.len() as u64) < n {
+                        return Err(FrameError::Io(io::ErrorKind::UnexpectedEof.into()));
+                    }
                     return Ok(Frame::Body(body));
                 }
                 None => return Ok(Frame::Skipped("a header block without Content-Length".into())),
