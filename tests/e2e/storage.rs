@@ -191,15 +191,22 @@ fn wait_stderr(s: &Server, what: &str, needle: &str) {
     eventually(what, WAIT, || s.stderr().contains(needle));
 }
 
-#[test]
-fn reads_answer_while_a_write_waits_for_the_lock_and_nothing_is_lost() {
+/// A sidecar with `busyTimeoutMs`, running a paced plan of about `secs` seconds that has
+/// streamed some events: (world, server, ticket, run).
+fn paced_run(busy_ms: u64, secs: u64) -> (World, Server, i64, i64) {
     let w = World::new();
     let mut s = w.start();
-    // Longer than any wait below: a read that queued behind the write would time out.
-    s.initialize(json!({ "dbPath": w.db(), "busyTimeoutMs": 300_000 }));
-    let script = paced_script(&w, 20);
+    s.initialize(json!({ "dbPath": w.db(), "busyTimeoutMs": busy_ms }));
+    let script = paced_script(&w, secs);
     let (ticket, run) = plan(&mut s, &w, "Locked", &script);
     s.wait_for("some events", |m| m["method"] == "planwire/transcript");
+    (w, s, ticket, run)
+}
+
+#[test]
+fn reads_answer_while_a_write_waits_for_the_lock_and_nothing_is_lost() {
+    // Longer than any wait below: a read that queued behind the write would time out.
+    let (w, mut s, ticket, run) = paced_run(300_000, 20);
     let holder = Holder::take(Path::new(&w.db()));
     let me = format!("is locked by pid {}", std::process::id());
     wait_stderr(&s, "a write waits for the lock", &me);
@@ -218,12 +225,7 @@ fn reads_answer_while_a_write_waits_for_the_lock_and_nothing_is_lost() {
 
 #[test]
 fn a_lock_held_past_the_busy_timeout_fails_the_run_storage_busy_naming_the_holder() {
-    let w = World::new();
-    let mut s = w.start();
-    s.initialize(json!({ "dbPath": w.db(), "busyTimeoutMs": 1000 }));
-    let script = paced_script(&w, 60);
-    let (ticket, run) = plan(&mut s, &w, "Locked out", &script);
-    s.wait_for("some events", |m| m["method"] == "planwire/transcript");
+    let (w, mut s, ticket, run) = paced_run(1000, 60);
     let (pgid, start) = run_group(&w, run);
     let holder = Holder::take(Path::new(&w.db()));
     let doctor = doctor(&w, Path::new(&w.db()));
