@@ -18,8 +18,8 @@ use rusqlite::ffi;
 pub const RESERVE_BYTES: u64 = 1024 * 1024;
 
 /// Free space under which a disk counts as full once a write found it so (and `doctor` says
-/// it is): room for the reserve, and then some.
-pub const ROOM_BYTES: u64 = 4 * RESERVE_BYTES;
+/// it is): room for the reserve, and as much again.
+pub const ROOM_BYTES: u64 = 2 * RESERVE_BYTES;
 
 /// Byte of the `-shm` file that SQLite locks to write in WAL mode.
 const WAL_WRITE_LOCK: u64 = 120;
