@@ -10,7 +10,7 @@ secs=${1:-30}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(frames ndjson jsonrpc claude codex opencode plan)
+  targets=(frames ndjson jsonrpc claude codex opencode acp plan)
 fi
 version=0.13.2
 root=.cache/cargo-fuzz

@@ -38,11 +38,34 @@ def texts(line):
     return [t for t in out if t]
 
 
+# `session/update`s of an ACP agent, one of each kind planwire maps (the shapes of
+# agent-client-protocol-schema; the seeds only need to start the fuzzer somewhere useful).
+ACP_UPDATES = [
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Reading the code. "}},
+    {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "Where is main?"}},
+    {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read src/main.rs", "kind": "read",
+     "status": "pending", "rawInput": {"path": "src/main.rs"}},
+    {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed",
+     "content": [{"type": "content", "content": {"type": "text", "text": "fn main() {}"}}]},
+    {"sessionUpdate": "plan", "entries": [{"content": "Change main", "priority": "high", "status": "pending"}]},
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text":
+        '<planwire-plan>{"title": "Greet", "description": "d", "acceptanceCriteria": [], '
+        '"openQuestions": [], "dependencies": []}</planwire-plan>'}},
+    {"sessionUpdate": "usage_update", "used": 120, "size": 200000, "cost": {"amount": 0.01, "currency": "USD"}},
+]
+
+
 def main():
     fixtures = ROOT / "tests" / "fixtures"
-    for tool in ("claude", "codex", "opencode"):
+    for tool in ("claude", "codex"):
         for f in sorted((fixtures / tool).glob("*.jsonl")):
             put(tool, f.read_bytes())
+    for f in sorted((fixtures / "opencode" / "serve").glob("*.sse.jsonl")):
+        put("opencode", f.read_bytes())
+    for update in ACP_UPDATES:
+        put("acp", json.dumps({"jsonrpc": "2.0", "method": "session/update",
+                               "params": {"sessionId": "s1", "update": update}}) + "\n")
+    put("acp", "".join(json.dumps({"sessionId": "s1", "update": u}) + "\n" for u in ACP_UPDATES))
     plans = []
     for f in sorted((ROOT / "server" / "scripts").glob("*.jsonl")):
         stream = []
@@ -69,9 +92,9 @@ def main():
         put("ndjson", m + "\n")
     put("frames", b"".join(frame(m) for m in messages[:20]))
     put("ndjson", "\n".join(messages[:20]) + "\n")
-    for tool in ("codex",):
-        for f in sorted((fixtures / tool).glob("*.jsonl")):
-            put("ndjson", f.read_bytes())
+    for f in sorted((fixtures / "codex").glob("*.jsonl")):
+        lines = [json.loads(l) for l in f.read_text().splitlines() if l.strip()]
+        put("ndjson", "".join(json.dumps(l["msg"]) + "\n" for l in lines if "msg" in l))
     counts = {d.name: len(list(d.iterdir())) for d in sorted(CORPUS.iterdir())}
     print("seeds:", ", ".join(f"{k} {v}" for k, v in counts.items()))
 

@@ -19,6 +19,10 @@ step "cargo fmt" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test" cargo test --workspace
 step "build planwire" cargo build -p planwire
+# Both crates package and build from their packaged sources alone (planwire against the
+# packaged planwire-protocol; cargo needs both in one command until that is on crates.io).
+step "cargo package" cargo package -p planwire-protocol -p planwire --allow-dirty
+step "planwire acp (official ACP SDK client)" bash tests/acp/run.sh
 # libFuzzer over every parser, a fixed time each (installs the pinned cargo-fuzz into
 # .cache/cargo-fuzz; needs the nightly toolchain). See fuzz/README.md.
 step "fuzz (30 s per target)" bash fuzz/run.sh 30

@@ -29,7 +29,8 @@ pub enum ErrorCode {
     PlannerUnavailable,
     /// The root does not exist or is not a directory.
     ProjectUnavailable,
-    /// The request conflicts with the current state (for example, answering twice).
+    /// The request conflicts with the current state (for example, answering twice, or exporting
+    /// a plan onto an existing file without `overwrite`).
     Conflict,
 }
 

@@ -11,11 +11,13 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 pub mod errors;
 pub mod initiative;
+pub mod living;
 pub mod memory;
 pub mod methods;
 pub mod schema;
 pub use errors::{ErrorCode, ErrorData, ResponseError};
 pub use initiative::*;
+pub use living::*;
 pub use memory::*;
 pub use methods::*;
 pub use schema::schema;
@@ -153,6 +155,18 @@ pub struct Ticket {
     /// The breakdown run that created this ticket, if one did.
     #[serde(default)]
     pub initiative_run_id: Option<RunId>,
+    /// The git branch the work is for (stored as given; null when none).
+    #[serde(default)]
+    pub branch: Option<String>,
+    /// The latest plan version (see `planwire/listPlans`); null while never planned.
+    #[serde(default)]
+    pub plan_version: Option<u32>,
+    /// When the plan was last handed off to an implementation CLI (`planwire/handoff`).
+    #[serde(default)]
+    pub handed_off_at: Option<String>,
+    /// The CLI of that hand-off.
+    #[serde(default)]
+    pub handed_off_tool: Option<String>,
 }
 
 /// Why a run failed (or was interrupted).
@@ -160,6 +174,7 @@ pub struct Ticket {
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
     /// Machine-readable code: `no_plan`, `exit_code`, `planner_error`, `spawn_failed`,
+    /// `reference_unavailable`,
     /// `hard_timeout`, `idle_timeout`, `question_timeout`, `session_not_found`, `interrupted`.
     pub code: String,
     pub message: String,
@@ -176,6 +191,10 @@ pub struct Run {
     pub kind: String,
     /// The project root the run planned in.
     pub root: String,
+    /// The directory the run's planner ran in: the root, or the git worktree where the
+    /// ticket's branch is checked out. Null for runs recorded before planwire kept it.
+    #[serde(default)]
+    pub cwd: Option<String>,
     /// A breakdown's initiative, in the person's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initiative: Option<String>,
@@ -193,6 +212,74 @@ pub struct Run {
     pub provider_session_id: Option<String>,
     /// Highest transcript seq so far.
     pub last_seq: u64,
+    /// Whether the OS sandbox held the run's planner processes; null until its first process
+    /// started (and for runs recorded before planwire had a sandbox).
+    #[serde(default)]
+    pub sandbox: Option<SandboxState>,
+    /// Files the run changed although planning is read-only (found by comparing the work
+    /// tree before and after each pass); null when it changed none.
+    #[serde(default)]
+    pub readonly_violation: Option<ReadonlyViolation>,
+    /// How long the run took; null until it has ended (and for a run that never started).
+    #[serde(default)]
+    pub timing: Option<RunTiming>,
+}
+
+/// `initializationOptions.sandbox`: how planner processes are sandboxed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Sandbox when the OS can; without it, plan anyway, with a `warning` event on each run.
+    #[default]
+    Auto,
+    /// Sandbox or refuse: without it, `planwire/plan` and `planwire/breakdown` fail with -32012.
+    Required,
+    /// Never sandbox (each run still gets its `warning` event and the work-tree check).
+    Off,
+}
+
+/// Whether planner processes run in the OS sandbox (Landlock on Linux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxState {
+    /// The kernel enforces it: the planner and everything it starts may write only to its
+    /// scratch directory, the CLI's own state directories and `/dev`.
+    Enforced,
+    /// This OS or kernel offers no sandbox (no Landlock, or not Linux yet).
+    Unavailable,
+    /// `initializationOptions.sandbox` is `off`.
+    Off,
+}
+
+/// What a run changed in a work tree it was planning in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadonlyViolation {
+    /// Absolute paths of the files created, changed or deleted, sorted.
+    pub paths: Vec<String>,
+}
+
+/// The timing of an ended run, in milliseconds from its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunTiming {
+    /// Until the planner's first output line (null when it printed nothing).
+    pub first_output_ms: Option<u64>,
+    /// Until the first final answer (null when there was none).
+    pub first_final_ms: Option<u64>,
+    /// Until the run ended.
+    pub total_ms: u64,
+}
+
+/// Token counts and cost, as the CLIs report them in `usage` events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub cost_usd: f64,
 }
 
 /// One entry of a ticket's conversation.
@@ -200,7 +287,8 @@ pub struct Run {
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     pub id: i64,
-    /// `description`, `response`, `plan`, `plan_candidate`, `question`, `answer`, `status` or `error`.
+    /// `description`, `edit`, `response`, `plan`, `plan_candidate`, `question`, `answer`,
+    /// `feedback`, `handoff`, `status` or `error`.
     pub kind: String,
     pub text: String,
     pub run_id: Option<RunId>,
@@ -289,6 +377,14 @@ pub struct TranscriptEvent {
     pub body: EventBody,
 }
 
+/// The kind of a live block (`planwire/delta`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeltaKind {
+    Text,
+    Reasoning,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SubagentPhase {
@@ -366,6 +462,11 @@ pub enum EventBody {
     Raw {
         line: String,
     },
+    /// Something the person should know that did not stop the run (planning without the OS
+    /// sandbox, for example).
+    Warning {
+        message: String,
+    },
 }
 
 impl EventBody {
@@ -381,6 +482,7 @@ impl EventBody {
             EventBody::Error { .. } => "error",
             EventBody::Question { .. } => "question",
             EventBody::Raw { .. } => "raw",
+            EventBody::Warning { .. } => "warning",
         }
     }
 }
@@ -434,6 +536,9 @@ pub struct ExperimentalCapabilities {
 pub struct ServerCapabilities {
     pub protocol_version: u32,
     pub planners: Vec<PlannerInfo>,
+    /// Whether this session's runs are sandboxed (from `initializationOptions.sandbox` and
+    /// what the OS offers); each run records its own in `run.sandbox`.
+    pub sandbox: SandboxState,
 }
 
 /// `initializationOptions` the server understands. All are optional.
@@ -465,6 +570,45 @@ pub struct InitializationOptions {
     /// Skills added to every prompt; a project's skill of the same name replaces one of these.
     #[serde(default)]
     pub skills: Vec<Skill>,
+    /// ACP agents to plan with, as tool `acp:<name>`; a name of a preset (`opencode`, `qwen`,
+    /// `gemini`, `claude-acp`, `codex-acp`) overrides it.
+    #[serde(default)]
+    pub acp_agents: std::collections::BTreeMap<String, AcpAgentOptions>,
+    /// Linked-research passes that run at the same time (default 3, at least 1).
+    pub research_concurrency: Option<u32>,
+    /// `"auto"` (the default): GitHub issue and pull request links in a description are read
+    /// with `gh` before planning, when gh is on `PATH`; `"off"`: they stay text.
+    pub references: Option<ReferencesMode>,
+    /// The OS sandbox around planner processes: `auto` (default), `required` or `off`.
+    pub sandbox: Option<SandboxMode>,
+}
+
+/// How to start an ACP agent that plans (`initializationOptions.acpAgents.<name>`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcpAgentOptions {
+    /// The program: an absolute path, or a name searched on `PATH`. Never run through a shell.
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// The id of the agent's plan or read-only mode (else found by the heuristic: a mode id
+    /// containing `plan`, a `mode` config option value containing `plan`, else read-only).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Plan even when the agent offers no plan or read-only mode (the sandbox still holds).
+    #[serde(default)]
+    pub allow_no_plan_mode: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReferencesMode {
+    #[default]
+    Auto,
+    Off,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -32,6 +32,10 @@ request!(
     CreateTicket, "planwire/createTicket", CreateTicketParams, Ticket
 );
 request!(
+    /// Edits a ticket's title, description, planner or branch (refused while it is being planned).
+    UpdateTicket, "planwire/updateTicket", UpdateTicketParams, UpdateTicketResult
+);
+request!(
     /// Lists every ticket, or those of one root, oldest first.
     ListTickets, "planwire/listTickets", ListTicketsParams, ListTicketsResult
 );
@@ -42,6 +46,22 @@ request!(
 request!(
     /// Starts planning a ticket (creating it first when given root, title and description).
     StartPlan, "planwire/plan", PlanParams, PlanResult
+);
+request!(
+    /// Every plan version of a ticket, oldest first.
+    ListPlans, "planwire/listPlans", TicketRef, ListPlansResult
+);
+request!(
+    /// One plan version of a ticket.
+    GetPlan, "planwire/getPlan", GetPlanParams, PlanVersion
+);
+request!(
+    /// Writes a plan version into the repository as a markdown file.
+    ExportPlan, "planwire/exportPlan", ExportPlanParams, ExportPlanResult
+);
+request!(
+    /// The command that starts an implementation CLI in the ticket's root with the plan as its first prompt.
+    Handoff, "planwire/handoff", HandoffParams, HandoffResult
 );
 request!(
     /// Stops the ticket's active run (or the run named, e.g. a breakdown); answers once its process group is gone.
@@ -118,6 +138,11 @@ notification!(
     TranscriptNotification, "planwire/transcript", TranscriptParams
 );
 notification!(
+    /// A live piece of text or reasoning that extends the open block of its kind; never stored
+    /// (the `text` / `reasoning` event that closes the block is the record).
+    DeltaNotification, "planwire/delta", DeltaParams
+);
+notification!(
     /// A ticket changed (status, plan or open questions); carries the whole ticket.
     TicketChanged, "planwire/ticketChanged", TicketChangedParams
 );
@@ -143,9 +168,14 @@ pub trait MethodVisitor {
 /// Calls `v` with every request, then every notification, in the order above.
 pub fn visit_methods(v: &mut impl MethodVisitor) {
     v.request::<CreateTicket>();
+    v.request::<UpdateTicket>();
     v.request::<ListTickets>();
     v.request::<GetTicket>();
     v.request::<StartPlan>();
+    v.request::<ListPlans>();
+    v.request::<GetPlan>();
+    v.request::<ExportPlan>();
+    v.request::<Handoff>();
     v.request::<Stop>();
     v.request::<Status>();
     v.request::<AnswerQuestion>();
@@ -164,6 +194,7 @@ pub fn visit_methods(v: &mut impl MethodVisitor) {
     v.request::<MemoryAccept>();
     v.request::<MemoryReject>();
     v.notification::<TranscriptNotification>();
+    v.notification::<DeltaNotification>();
     v.notification::<TicketChanged>();
     v.notification::<RunChanged>();
     v.notification::<QuestionNotification>();
@@ -187,6 +218,9 @@ pub struct CreateTicketParams {
     pub model: Option<String>,
     #[serde(default)]
     pub variant: Option<String>,
+    /// The git branch the work is for (stored; an empty string counts as unset).
+    #[serde(default)]
+    pub branch: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -228,6 +262,8 @@ pub struct GetTicketResult {
     pub messages: Vec<Message>,
     pub questions: Vec<Question>,
     pub runs: Vec<Run>,
+    /// Usage and cost summed over every run of the ticket.
+    pub usage: Usage,
     /// Memory suggestions of the ticket's plans, oldest first; left out when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_suggestions: Vec<TicketMemorySuggestion>,
@@ -254,9 +290,13 @@ pub struct PlanParams {
     /// Start a new provider session instead of resuming the ticket's.
     #[serde(default)]
     pub fresh: bool,
-    /// Re-run with exactly that run's tool, model and variant.
+    /// Re-run with exactly that run's tool, model and variant (and its feedback, if it had one).
     #[serde(default)]
     pub retry_of: Option<RunId>,
+    /// Request changes: the user's message about the current plan, sent as the next message
+    /// of the resumed session (or, without one, with the previous plan in a fresh prompt).
+    #[serde(default)]
+    pub feedback: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -354,6 +394,38 @@ pub struct GetTranscriptResult {
     pub last_seq: u64,
     /// The run has ended and this page reaches `lastSeq`.
     pub done: bool,
+    /// Blocks of text or reasoning streaming live (`planwire/delta`) that no stored event
+    /// has closed yet, with the text sent so far. Only for a run this server drives, and only
+    /// on a page that reaches `lastSeq`; left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub open_blocks: Vec<OpenBlock>,
+}
+
+/// A block streaming live, as far as `planwire/delta` has sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenBlock {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_run_id: Option<AgentRunId>,
+    pub kind: DeltaKind,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeltaParams {
+    /// Null for a breakdown's transcript.
+    pub ticket_id: Option<TicketId>,
+    pub run_id: RunId,
+    /// The agent whose block this extends; left out for the main agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_run_id: Option<AgentRunId>,
+    pub kind: DeltaKind,
+    /// The piece: it extends the open block of this kind and agent.
+    pub text: String,
+    /// How many characters (Unicode scalar values) of the block were sent before this piece:
+    /// 0 opens a new block.
+    pub offset: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

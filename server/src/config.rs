@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use planwire_protocol::{InitializationOptions, Skill};
+use planwire_protocol::{AcpAgentOptions, InitializationOptions, SandboxMode, Skill};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -26,6 +26,14 @@ pub struct Config {
     pub skills: Vec<Skill>,
     /// The `locale` the client sent in `initialize`: the output language when none is set.
     pub locale: Option<String>,
+    /// ACP agents configured by name (`initializationOptions.acpAgents`), over the presets.
+    pub acp_agents: BTreeMap<String, AcpAgentOptions>,
+    /// Linked-research passes that run at the same time.
+    pub research_at_once: usize,
+    /// Read GitHub references in descriptions with gh before planning.
+    pub references: bool,
+    /// The OS sandbox around planner processes (`initializationOptions.sandbox`).
+    pub sandbox: SandboxMode,
 }
 
 impl Config {
@@ -52,6 +60,10 @@ impl Config {
                 .map(str::to_owned),
             skills: opts.skills.clone(),
             locale: None,
+            acp_agents: opts.acp_agents.clone(),
+            research_at_once: opts.research_concurrency.map_or(3, |n| n.max(1) as usize),
+            references: opts.references.unwrap_or_default() != planwire_protocol::ReferencesMode::Off,
+            sandbox: opts.sandbox.unwrap_or_default(),
         }
     }
 }

@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("claude", claude_lines),
     ("codex", codex_lines),
     ("opencode", opencode_lines),
+    ("acp", acp_lines),
     ("plan", plan_text),
 ];
 
@@ -112,10 +113,10 @@ pub fn jsonrpc(data: &[u8]) {
     let _ = handlers::parse_params::<planwire_protocol::InitializationOptions>("initialize", init);
 }
 
-/// A planner's stdout, line by line through one parser (state carried across lines), then
-/// its end: events serialize, the kept text stays bounded, and `finish` is idempotent.
-fn planner_lines(tool: Tool, data: &[u8]) {
-    let mut parser = tool.parser();
+/// Claude's stdout, line by line through its parser (state carried across lines), then its
+/// end: events serialize, the kept text stays bounded, and `finish` is idempotent.
+pub fn claude_lines(data: &[u8]) {
+    let mut parser = Tool::Claude.parser();
     let mut longest = 0;
     for raw in data.split(|&b| b == b'\n') {
         let line = String::from_utf8_lossy(&raw[..raw.len().min(MAX_LINE)]);
@@ -138,16 +139,105 @@ fn planner_lines(tool: Tool, data: &[u8]) {
     );
 }
 
-pub fn claude_lines(data: &[u8]) {
-    planner_lines(Tool::Claude, data)
-}
-
+/// `codex app-server`'s stdout: each line a JSON-RPC message, its notifications through the
+/// event mapper (state carried across lines), then its end: events serialize, the kept text
+/// stays bounded, and `finish` is idempotent.
 pub fn codex_lines(data: &[u8]) {
-    planner_lines(Tool::Codex, data)
+    use crate::planners::codex::events::{Mapper, Output};
+    let mut map = Mapper::new();
+    let mut out = Output::default();
+    let mut longest = 0;
+    for line in json_lines(data) {
+        // A recording wraps each message: `{"dir": "<", "msg": …}`.
+        let value = line.get("msg").cloned().unwrap_or(line);
+        if let Some(id) = value.pointer("/result/thread/id").and_then(Value::as_str) {
+            map.thread(id, &mut out);
+        }
+        let (Some(method), Some(params)) = (value.get("method").and_then(Value::as_str), value.get("params")) else {
+            continue;
+        };
+        map.notification(method, params, &mut out);
+        longest = longest.max(value.to_string().len());
+        check_events(out.events.drain(..));
+        out.deltas.clear();
+        out.plans.clear();
+    }
+    map.finish(&mut out);
+    check_events(out.events.drain(..));
+    map.finish(&mut out);
+    assert!(out.events.is_empty(), "finish is idempotent");
+    assert!(map.all_text().len() <= TEXT_TAIL + longest + 2);
+    let _ = (map.final_text(), map.error_message(), map.explain_missing_answer());
 }
 
+/// `opencode serve`'s event stream: the bytes through the SSE decoder, each event through the
+/// mapper (state carried across events), then its end: events serialize, the kept text stays
+/// bounded, and `finish` is idempotent.
 pub fn opencode_lines(data: &[u8]) {
-    planner_lines(Tool::OpenCode, data)
+    use crate::planners::opencode::events::{Mapper, Out};
+    use crate::planners::opencode::sse::{Decoder, MAX_EVENT};
+    let mut map = Mapper::new();
+    let mut decoder = Decoder::new();
+    // The recordings hold one event per line: each line is also sent as an SSE `data` field.
+    let mut body = Vec::with_capacity(data.len() * 2);
+    for line in data.split(|&b| b == b'\n') {
+        if line.starts_with(b"data:") || line.is_empty() || line.starts_with(b":") {
+            body.extend_from_slice(line);
+        } else {
+            body.extend_from_slice(b"data: ");
+            body.extend_from_slice(line);
+            body.push(b'\n');
+        }
+        body.push(b'\n');
+    }
+    let mut longest = 0;
+    for event in decoder.feed(&body).into_iter().flatten() {
+        assert!(event.len() <= MAX_EVENT);
+        let Ok(value) = serde_json::from_str::<Value>(&event) else {
+            continue;
+        };
+        longest = longest.max(event.len());
+        for out in map.on_event(&value) {
+            if let Out::Events(events) = out {
+                check_events(events.into_iter());
+            }
+        }
+    }
+    check_events(map.finish().into_iter());
+    assert!(map.finish().is_empty(), "finish is idempotent");
+    assert!(map.all_text().len() <= TEXT_TAIL + longest + 2);
+    let _ = (map.final_text(), map.error_message(), map.explain_missing_answer(""));
+}
+
+/// An ACP agent's `session/update` notifications through the turn mapper (state carried
+/// across lines), then its end: events serialize, the kept text stays bounded.
+pub fn acp_lines(data: &[u8]) {
+    use agent_client_protocol_schema::v1::SessionNotification;
+    let mut turn = crate::planners::acp::updates::Turn::default();
+    let mut longest = 0;
+    for value in json_lines(data) {
+        let params = value.get("params").cloned().unwrap_or(value);
+        let Ok(n) = serde_json::from_value::<SessionNotification>(params) else {
+            continue;
+        };
+        let (events, _deltas) = turn.update(n.update);
+        longest = longest.max(events.iter().map(|e| format!("{:?}", e.body).len()).max().unwrap_or(0));
+        check_events(events.into_iter());
+    }
+    check_events(turn.finish().into_iter());
+    assert!(turn.all_text.join("\n").len() <= TEXT_TAIL + longest + 2);
+}
+
+/// Each line of `data` that is a JSON value, cut at the longest line planwire reads.
+fn json_lines(data: &[u8]) -> impl Iterator<Item = Value> + '_ {
+    data.split(|&b| b == b'\n')
+        .filter_map(|raw| serde_json::from_slice(&raw[..raw.len().min(MAX_LINE)]).ok())
+}
+
+fn check_events(events: impl Iterator<Item = crate::planners::ParsedEvent>) {
+    for ev in events {
+        serde_json::to_string(&ev.body).expect("an event serializes");
+    }
 }
 
 /// Plan extraction (and the other answer contracts) from arbitrary text: a plan found has a
@@ -213,6 +303,7 @@ mod tests {
             ("claude", claude_lines as fn(&[u8])),
             ("codex", codex_lines),
             ("opencode", opencode_lines),
+            ("opencode/serve", opencode_lines),
         ] {
             let seeds = files(&fixtures.join(name));
             assert!(!seeds.is_empty(), "{name}");

@@ -3,15 +3,19 @@
 //! Data flows one way: planner line → adapter parser → numbered event → store + notify.
 //! `transport` frames JSON-RPC, `server` runs the lifecycle and hands each request to its
 //! file under `handlers`, and the `runner` drives one planner process through the
-//! `supervisor`, recording everything in the `store`.
+//! `supervisor` (inside the OS `sandbox`), recording everything in the `store`. `acp` is
+//! planwire as an ACP agent: a front that is a client of the same server, in-process.
 
+pub mod acp;
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod fuzzing;
 pub mod handlers;
 pub mod planners;
 pub mod progress;
 pub mod runner;
+pub mod sandbox;
 pub mod server;
 pub mod session;
 pub mod store;

@@ -1,14 +1,20 @@
 //! LSP work-done progress for a run, when the client advertised `window.workDoneProgress`:
 //! `window/workDoneProgress/create`, then `$/progress` begin, reports, end. So VS Code's
 //! status bar and Neovim's `vim.lsp.status()` show planning with no extension code.
+//! Reports are coalesced to at most one every [`REPORT_EVERY`] (the newest wins): a run
+//! with a tool call per line would otherwise cost the editor a notification per event.
 
 use std::sync::Arc;
 
 use planwire_protocol::RunId;
 use serde_json::json;
 use tokio::sync::mpsc;
+use tokio::time::{timeout_at, Duration, Instant};
 
 use crate::session::Session;
+
+/// At most one `report` this often.
+const REPORT_EVERY: Duration = Duration::from_millis(250);
 
 enum Msg {
     Report(String),
@@ -45,16 +51,29 @@ impl Progress {
                 }
             };
             send(json!({ "kind": "begin", "title": title, "cancellable": false })).await;
-            while let Some(msg) = rx.recv().await {
-                match msg {
-                    Msg::Report(m) => send(json!({ "kind": "report", "message": m })).await,
-                    Msg::End(m) => {
-                        send(json!({ "kind": "end", "message": m })).await;
-                        return;
+            let mut latest: Option<String> = None;
+            loop {
+                let msg = match latest.take() {
+                    Some(m) => Some(Msg::Report(m)),
+                    None => rx.recv().await,
+                };
+                let message = match msg {
+                    Some(Msg::Report(m)) => m,
+                    Some(Msg::End(m)) => return send(json!({ "kind": "end", "message": m })).await,
+                    None => return send(json!({ "kind": "end" })).await,
+                };
+                send(json!({ "kind": "report", "message": message })).await;
+                // Until the next report may go, only the newest one is kept.
+                let next = Instant::now() + REPORT_EVERY;
+                loop {
+                    match timeout_at(next, rx.recv()).await {
+                        Ok(Some(Msg::Report(m))) => latest = Some(m),
+                        Ok(Some(Msg::End(m))) => return send(json!({ "kind": "end", "message": m })).await,
+                        Ok(None) => return send(json!({ "kind": "end" })).await,
+                        Err(_) => break,
                     }
                 }
             }
-            send(json!({ "kind": "end" })).await;
         });
         Progress { tx: Some(tx) }
     }

@@ -162,12 +162,15 @@ async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Val
     let (pid, start) = crate::util::self_identity();
     let owner = Owner { pid, start };
     let planners = detect::detect_all(&config, Some(&store)).await;
+    let config_sandbox = config.sandbox;
     let session = Session::new(outbox.clone(), store, config, owner, progress);
     *session.planners.lock().expect("planners") = planners.clone();
     tokio::spawn(heartbeat(session.clone()));
+    tracing::info!("sandbox: {}", crate::sandbox::describe(config_sandbox));
     let caps = ServerCapabilities {
         protocol_version: PROTOCOL_VERSION,
         planners,
+        sandbox: crate::sandbox::state(config_sandbox),
     };
     let result = json!({
         "serverInfo": { "name": "planwire", "version": env!("CARGO_PKG_VERSION") },

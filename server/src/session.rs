@@ -32,6 +32,8 @@ pub struct RunHandle {
     pub stop: mpsc::Sender<oneshot::Sender<()>>,
     /// Answers to the live questions the run is waiting on.
     pub answers: mpsc::Sender<LiveAnswer>,
+    /// The blocks it streams live now, as far as they were sent (`getTranscript`'s `openBlocks`).
+    pub open_blocks: crate::runner::OpenBlocks,
 }
 
 /// The person's reply to a live question, on its way to the waiting CLI.

@@ -5,7 +5,9 @@
 //! happen on one spawner thread that lives as long as the process (tokio's blocking-pool
 //! threads exit after 10 s idle). A stop is SIGTERM to the group, a grace period, SIGKILL to
 //! the group, then reaping: `Child::kill` alone would leave grandchildren running.
-//! This module knows processes and nothing of line formats.
+//! A spec may carry an OS sandbox restriction (built in the parent by [`crate::sandbox`]);
+//! the child enters it right after the parent-death signal, before exec, and everything it
+//! starts inherits it. This module knows processes and nothing of line formats.
 
 use std::collections::VecDeque;
 use std::io;
@@ -18,6 +20,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::sandbox;
 use crate::util::{group_members, proc_stat};
 
 /// Longest stdout line kept whole; a longer one arrives truncated.
@@ -33,6 +36,8 @@ pub struct SpawnSpec {
     pub env: Vec<(String, String)>,
     /// A pipe on stdin (else /dev/null: an open, silent pipe makes every CLI wait).
     pub stdin_pipe: bool,
+    /// The OS sandbox the child enters before exec (`None`: none).
+    pub sandbox: Option<sandbox::Restriction>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -87,7 +92,9 @@ fn spawn_here(spec: &SpawnSpec) -> io::Result<Child> {
         .process_group(0)
         .kill_on_drop(true);
     let parent = std::process::id() as libc::pid_t;
-    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+    let restriction = spec.sandbox.clone();
+    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit, and the sandbox's prctl and
+    // landlock_restrict_self) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
@@ -96,6 +103,9 @@ fn spawn_here(spec: &SpawnSpec) -> io::Result<Child> {
             // The parent may have died before prctl took effect.
             if libc::getppid() != parent {
                 libc::_exit(1);
+            }
+            if let Some(r) = &restriction {
+                sandbox::enter(r)?;
             }
             Ok(())
         });
@@ -333,6 +343,7 @@ mod tests {
             cwd: std::env::temp_dir(),
             env: vec![],
             stdin_pipe: false,
+            sandbox: None,
         }
     }
 

@@ -1,4 +1,4 @@
-//! Small helpers shared by every module: time stamps and process identity.
+//! Small helpers shared by every module: time stamps, process identity, executables.
 
 use std::time::SystemTime;
 
@@ -40,6 +40,14 @@ pub struct ProcStat {
 /// True when `pid` still runs and is the process that started at `start_time`.
 pub fn same_process_alive(pid: i32, start_time: u64) -> bool {
     matches!(proc_stat(pid), Some(s) if s.start_time == start_time && s.state != 'Z')
+}
+
+/// True for a regular file with an execute bit.
+pub fn is_executable(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 /// This process's pid and start time.

@@ -144,6 +144,33 @@ fn a_missing_cli_is_planner_unavailable_with_what_to_install() {
 }
 
 #[test]
+fn a_cli_below_the_supported_range_is_refused_at_plan_time_with_the_range() {
+    let w = World::new();
+    // An old Claude Code that would otherwise run.
+    w.fake_cli(
+        "claude",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '1.0.3 (Claude Code)'; exit 0; fi\ntouch \"$0.ran\"\n",
+    );
+    let mut s = started(&w);
+    let t = s.ok(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "T", "description": "", "tool": "claude" }),
+    );
+    let e = s.err("planwire/plan", json!({ "ticketId": t["id"] }));
+    assert_eq!(e["code"], -32012, "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("1.0.3") && message.contains("claude 2.0.0 or newer"),
+        "{message}"
+    );
+    assert!(!w.path("bin/claude.ran").exists(), "the old CLI never ran a plan");
+    assert_eq!(
+        s.ok("planwire/getTicket", json!({ "ticketId": t["id"] }))["ticket"]["status"],
+        "draft"
+    );
+}
+
+#[test]
 fn a_configured_cli_path_that_cannot_start_fails_the_run_clearly() {
     let w = World::new();
     // Executable, but not a program the kernel can run.

@@ -7,9 +7,10 @@ use crate::harness::*;
 /// A fake `claude` on PATH: invocation N records its argv to `claude-argv.N.json` and
 /// everything planwire writes on its stdin to `claude-stdin.N.log`, then replays the Nth
 /// script of `scripts` (the last one once they run out) — real recordings, through the
-/// `script` planner's replayer.
+/// `script` planner's replayer. It records in `~/.claude/planwire-fake/`: inside planwire's
+/// OS sandbox, a `claude` may write only there (and in its scratch directory).
 pub fn fake_claude_sequence(w: &World, scripts: &[&str]) {
-    let d = w.dir.path().display().to_string();
+    let d = record_dir(w).display().to_string();
     std::fs::write(w.path("claude-scripts"), scripts.join("\n") + "\n").unwrap();
     w.fake_cli(
         "claude",
@@ -18,16 +19,28 @@ pub fn fake_claude_sequence(w: &World, scripts: &[&str]) {
 d="{d}"
 # planwire reads the version once (detection); that is not a planning run.
 if [ "$1" = "--version" ]; then echo "2.1.197 (Claude Code)"; exit 0; fi
-n=$(( $(cat "$d/claude-count" 2>/dev/null || echo 0) + 1 ))
-echo $n > "$d/claude-count"
+mkdir -p "$d"
+# Passes may start at the same time (research): count under a lock.
+n=$(flock "$d/claude-count.lock" sh -c 'n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$1"; echo $n' - "$d/claude-count")
 pwd > "$d/claude-cwd.$n"
+# PWD as planwire passed it (the shell may have fixed its own copy since).
+tr '\0' '\n' < /proc/$$/environ | sed -n 's/^PWD=//p' > "$d/claude-pwd.$n"
 python3 -c 'import json,sys; json.dump(sys.argv[2:], open(sys.argv[1], "w"))' "$d/claude-argv.$n.json" "$@"
-s=$(sed -n "${{n}}p" "$d/claude-scripts")
-[ -n "$s" ] || s=$(tail -n 1 "$d/claude-scripts")
+# A script named for the working directory wins over the sequence.
+s=$(cat "{world}/claude-script.$(basename "$PWD")" 2>/dev/null)
+[ -n "$s" ] || s=$(sed -n "${{n}}p" "{scripts}")
+[ -n "$s" ] || s=$(tail -n 1 "{scripts}")
 PLANWIRE_REPLAY_STDIN_LOG="$d/claude-stdin.$n.log" exec "{BIN}" replay "$s"
-"#
+"#,
+            scripts = w.path("claude-scripts").display(),
+            world = w.dir.path().display(),
         ),
     );
+}
+
+/// Where the fake `claude` records its invocations.
+fn record_dir(w: &World) -> std::path::PathBuf {
+    w.path("home/.claude/planwire-fake")
 }
 
 fn fake_claude(w: &World, script: &str) {
@@ -36,7 +49,15 @@ fn fake_claude(w: &World, script: &str) {
 
 /// The working directory of invocation `n` (from 1).
 pub fn cwd_of(w: &World, n: usize) -> String {
-    std::fs::read_to_string(w.path(&format!("claude-cwd.{n}")))
+    std::fs::read_to_string(record_dir(w).join(format!("claude-cwd.{n}")))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// The `PWD` planwire gave invocation `n` (from 1).
+pub fn pwd_of(w: &World, n: usize) -> String {
+    std::fs::read_to_string(record_dir(w).join(format!("claude-pwd.{n}")))
         .unwrap()
         .trim()
         .to_owned()
@@ -68,12 +89,13 @@ pub fn answer_script(w: &World, name: &str, session: &str, text: &str, exit: i32
 
 /// The argv of invocation `n` (from 1).
 pub fn argv_of(w: &World, n: usize) -> Vec<String> {
-    serde_json::from_str(&std::fs::read_to_string(w.path(&format!("claude-argv.{n}.json"))).unwrap()).unwrap()
+    serde_json::from_str(&std::fs::read_to_string(record_dir(w).join(format!("claude-argv.{n}.json"))).unwrap())
+        .unwrap()
 }
 
 /// What planwire wrote on the stdin of invocation `n`, as JSON lines.
 pub fn stdin_of(w: &World, n: usize) -> Vec<Value> {
-    std::fs::read_to_string(w.path(&format!("claude-stdin.{n}.log")))
+    std::fs::read_to_string(record_dir(w).join(format!("claude-stdin.{n}.log")))
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -90,8 +112,8 @@ pub fn prompt_of(w: &World, n: usize) -> String {
     user["message"]["content"][0]["text"].as_str().unwrap().to_owned()
 }
 
-fn invocations(w: &World) -> usize {
-    std::fs::read_to_string(w.path("claude-count"))
+pub fn invocations(w: &World) -> usize {
+    std::fs::read_to_string(record_dir(w).join("claude-count"))
         .map(|s| s.trim().parse().unwrap())
         .unwrap_or(0)
 }

@@ -441,3 +441,37 @@ pub fn assert_notified_are_stored(db: &str, server: &Server, run: i64) -> usize 
     assert_eq!(last as usize, stored.len(), "run {run}: lastSeq is the last stored seq");
     stored.len()
 }
+
+/// `git init` (when needed) and a commit of everything in `dir`, with no user config.
+pub fn git_commit_all(dir: &std::path::Path, message: &str) {
+    let ok = Command::new("sh")
+        .args([
+            "-c",
+            "git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm \"$0\"",
+            message,
+        ])
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git commit in {}", dir.display());
+}
+
+/// A git repository in `dir` whose branch `main` holds everything in it, with no user config.
+pub fn git_init_main(dir: &std::path::Path) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    git_commit_all(dir, "initial");
+}
+
+/// `git ARGS…` in `dir`, with no user config; panics when it fails.
+pub fn git(dir: &std::path::Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?} in {}", dir.display());
+}

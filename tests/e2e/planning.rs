@@ -374,3 +374,32 @@ fn a_plan_early_in_a_long_stream_is_read_back_from_the_store() {
     assert_eq!(ticket["status"], "planned", "{ticket}");
     assert_eq!(ticket["plan"]["title"], "Early plan");
 }
+
+#[test]
+fn several_json_objects_on_one_stdout_line_are_all_parsed() {
+    let w = World::new();
+    let plan = r#"Here it is. <planwire-plan>{"title": "Greet", "description": "Change it.", "acceptanceCriteria": ["it greets"], "openQuestions": [], "dependencies": []}</planwire-plan>"#;
+    let init =
+        json!({"type": "system", "subtype": "init", "session_id": "s-joined", "tools": [], "permissionMode": "plan"});
+    let text = json!({"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": plan}]}, "parent_tool_use_id": null});
+    let result = json!({"type": "result", "subtype": "success", "is_error": false, "result": plan, "total_cost_usd": 0.0, "usage": {}});
+    // Three objects on one line, then junk after them.
+    let joined = format!("{init}{text} {result} <eof junk>");
+    let script = w.script("joined.jsonl", &[json!({ "out": joined }), json!({ "exit": 0 })]);
+    let mut s = started(&w);
+    let ticket = create(&mut s, &w, &script);
+    let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap();
+    let t = s.wait_ticket(ticket, &["planned", "failed"]);
+    assert_eq!(t["status"], "planned", "{t}");
+    assert_eq!(t["plan"]["title"], "Greet");
+    let kinds: Vec<String> = s
+        .notified_events(run)
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["session", "text", "usage", "raw"]);
+    let raw = s.notified_events(run).into_iter().find(|e| e["kind"] == "raw").unwrap();
+    assert_eq!(raw["line"], "<eof junk>", "only what is left over is raw");
+}

@@ -84,7 +84,7 @@ pub fn plan_answer(title: &str) -> String {
     format!("I looked at the code.\n\n<planwire-plan>{plan}</planwire-plan>")
 }
 
-fn claude_server(w: &World, mock: &Mock) -> Server {
+pub fn claude_server(w: &World, mock: &Mock) -> Server {
     let base = format!("http://127.0.0.1:{}", mock.port);
     let ceiling = w.dir.path().display().to_string();
     let mut s = Server::start(

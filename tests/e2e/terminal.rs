@@ -229,9 +229,20 @@ fn doctor_names_what_to_install_and_passes_with_a_planner() {
         &db,
         "does not exist yet: planwire creates it on first use",
         "PLANWIRE_LOG",
+        "gh is not on PATH: GitHub issue and pull request links stay text",
     ] {
         assert!(out.stdout.contains(needle), "{needle:?} in:\n{}", out.stdout);
     }
+    // With gh, doctor says links are read with it.
+    w.fake_cli("gh", "#!/bin/sh\nexit 0\n");
+    let out = run_in(&w, &["doctor", "--db", &db], Some(&bin));
+    assert!(
+        out.stdout
+            .contains(&format!("gh {bin}/gh: GitHub issue and pull request links")),
+        "{}",
+        out.stdout
+    );
+    std::fs::remove_file(w.path("bin/gh")).unwrap();
     // A Claude Code on PATH.
     w.fake_cli(
         "claude",

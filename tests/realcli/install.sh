@@ -5,7 +5,7 @@
 #   tests/realcli/install.sh --force    # wipe the cache folder of each CLI and reinstall
 #
 # Exit codes:
-#   0  all three CLIs (and rg) are usable; paths are in <repo>/.cache/planners/paths.env
+#   0  all the CLIs and ACP agents (and rg) are usable; paths are in <repo>/.cache/planners/paths.env
 #   3  the npm registry (or the Debian mirror, for rg) cannot be reached: the tier is UNAVAILABLE
 #   1  anything else went wrong (a real failure)
 #
@@ -23,6 +23,9 @@ CACHE="${PLANWIRE_PLANNERS_CACHE:-$ROOT/.cache/planners}"
 CLAUDE_PKG="@anthropic-ai/claude-code"; CLAUDE_VER="2.1.197"
 OPENCODE_PKG="opencode-ai";             OPENCODE_VER="1.18.33"
 CODEX_PKG="@openai/codex";              CODEX_VER="0.171.0"
+# ACP agents (planwire's `acp:` planners); opencode's ACP mode is the pinned opencode above.
+QWEN_PKG="@qwen-code/qwen-code";        QWEN_VER="0.24.4"
+CLAUDE_ACP_PKG="@zed-industries/claude-code-acp"; CLAUDE_ACP_VER="0.16.2"
 
 FORCE=0
 [[ "${1:-}" == "--force" ]] && FORCE=1
@@ -64,14 +67,18 @@ codex_bin() {
   echo "$CACHE/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
 }
 
+qwen_bin() { echo "$CACHE/qwen/node_modules/.bin/qwen"; }
+claude_acp_bin() { echo "$CACHE/claude-acp/node_modules/.bin/claude-code-acp"; }
+
 installed_version() { # prefix pkg -> version in package.json, or empty
   local pj="$1/node_modules/$2/package.json"
   [[ -f "$pj" ]] || return 0
   node -e 'process.stdout.write(require(process.argv[1]).version||"")' "$pj" 2>/dev/null || true
 }
 
-bin_ok() { # bin expected_substring
+bin_ok() { # bin expected_substring (empty: the entry point only needs to exist)
   [[ -x "$1" ]] || return 1
+  [[ -z "$2" ]] && return 0
   local out
   out="$(timeout 30 "$1" --version </dev/null 2>/dev/null)" || return 1
   [[ "$out" == *"$2"* ]]
@@ -131,6 +138,9 @@ mkdir -p "$CACHE"
 install_one claude   "$CLAUDE_PKG"   "$CLAUDE_VER"   claude_bin   "$CLAUDE_VER"
 install_one opencode "$OPENCODE_PKG" "$OPENCODE_VER" opencode_bin "$OPENCODE_VER"
 install_one codex    "$CODEX_PKG"    "$CODEX_VER"    codex_bin    "$CODEX_VER"
+install_one qwen     "$QWEN_PKG"     "$QWEN_VER"     qwen_bin     "$QWEN_VER"
+# claude-code-acp has no --version: the check is that its entry point exists and starts.
+install_one claude-acp "$CLAUDE_ACP_PKG" "$CLAUDE_ACP_VER" claude_acp_bin ""
 
 # ---- ripgrep (OpenCode's grep/glob tools need `rg` on PATH, else it downloads one from GitHub)
 if command -v rg >/dev/null 2>&1; then
@@ -156,16 +166,21 @@ else
 fi
 
 CLAUDE_BIN="$(claude_bin)"; OPENCODE_BIN="$(opencode_bin)"; CODEX_BIN="$(codex_bin)"
+QWEN_BIN="$(qwen_bin)"; CLAUDE_ACP_BIN="$(claude_acp_bin)"
 {
   echo "# written by tests/realcli/install.sh; native binaries of the pinned CLIs"
   echo "CLAUDE_BIN=$CLAUDE_BIN"
   echo "OPENCODE_BIN=$OPENCODE_BIN"
   echo "CODEX_BIN=$CODEX_BIN"
+  echo "QWEN_BIN=$QWEN_BIN"
+  echo "CLAUDE_ACP_BIN=$CLAUDE_ACP_BIN"
   echo "RG_BIN=$RG"
 } >"$CACHE/paths.env"
 
 echo "CLAUDE_BIN=$CLAUDE_BIN"
 echo "OPENCODE_BIN=$OPENCODE_BIN"
 echo "CODEX_BIN=$CODEX_BIN"
+echo "QWEN_BIN=$QWEN_BIN"
+echo "CLAUDE_ACP_BIN=$CLAUDE_ACP_BIN"
 echo "RG_BIN=$RG"
 log "paths written to $CACHE/paths.env"

@@ -39,7 +39,13 @@ Script
     "chunk_size": characters per text/argument delta (default 24)
     "chunk_delay_ms": sleep between SSE events carrying deltas (stop / kill tests)
     "initial_delay_ms": sleep before the response headers
+    "hold_until": {"match": S, "timeout_ms": n (default 60000)}: hold the answer until a request
+               whose raw body contains S has been logged (this one included), then log
+               {"seq", "ts", "event": "released" | "hold timed out", "turn"} and answer. Two
+               turns that hold for each other prove two requests were in flight at once.
     "drop_after_chunks": close the connection after this many delta events (no clean end)
+    "gate_file", "gate_after_chunks": after that many delta events, hold the rest of the answer
+               until the file exists (a test opens the gate once it saw the first pieces)
     "usage": {"input_tokens": n, "output_tokens": n, "cached_tokens": n, "reasoning_tokens": n}
     "stop_reason": override (Anthropic stop_reason / Chat finish_reason)
 
@@ -51,6 +57,7 @@ Request log: one JSON object per line, written and flushed before the answer sta
 import argparse
 import gzip
 import json
+import os
 import sys
 import threading
 import time
@@ -186,6 +193,26 @@ class Handler(BaseHTTPRequestHandler):
                    "body": body, "turn": turn_idx}
             srv.log_file.write(json.dumps(rec) + "\n")
             srv.log_file.flush()
+        with srv.seen:
+            srv.bodies.append(raw)
+            srv.seen.notify_all()
+
+    def _hold(self, turn_idx, hold):
+        """Waits until a logged request body holds hold["match"]; logs how the hold ended."""
+        srv = self.server
+        want = hold["match"]
+        deadline = time.time() + float(hold.get("timeout_ms", 60000)) / 1000.0
+        with srv.seen:
+            released = srv.seen.wait_for(lambda: any(want in b for b in srv.bodies),
+                                         timeout=max(0.0, deadline - time.time()))
+        if not released:
+            eprint(f"hold of turn {turn_idx} for {want!r} timed out")
+        with srv.log_lock:
+            srv.seq += 1
+            rec = {"seq": srv.seq, "ts": time.time(), "event": "released" if released else "hold timed out",
+                   "turn": turn_idx}
+            srv.log_file.write(json.dumps(rec) + "\n")
+            srv.log_file.flush()
 
     def _send_json(self, status, obj, headers=None):
         data = (obj if isinstance(obj, str) else json.dumps(obj)).encode()
@@ -218,6 +245,10 @@ class Handler(BaseHTTPRequestHandler):
                 raise Dropped()
             if t.get("chunk_delay_ms"):
                 time.sleep(float(t["chunk_delay_ms"]) / 1000.0)
+            if t.get("gate_file") and self._deltas == int(t.get("gate_after_chunks", 1)):
+                deadline = time.time() + 300
+                while not os.path.exists(t["gate_file"]) and time.time() < deadline:
+                    time.sleep(0.02)
             self._deltas += 1
         payload = obj if isinstance(obj, str) else json.dumps(obj)
         msg = (f"event: {name}\n" if name else "") + f"data: {payload}\n\n"
@@ -263,6 +294,8 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else {}
         except ValueError:
             body = {}
+        if turn.get("hold_until"):
+            self._hold(idx, turn["hold_until"])
         if turn.get("initial_delay_ms"):
             time.sleep(float(turn["initial_delay_ms"]) / 1000.0)
         if "error" in turn:
@@ -497,6 +530,8 @@ def main():
     srv.log_file = open(a.log, "a", buffering=1)
     srv.log_lock = threading.Lock()
     srv.seq = 0
+    srv.seen = threading.Condition()
+    srv.bodies = []
     print(f"PORT {srv.server_address[1]}", flush=True)
     try:
         srv.serve_forever(poll_interval=0.2)

@@ -161,7 +161,8 @@ function H.duplicates(lines)
 end
 
 --- Replaces vim.ui.input / vim.ui.select for the duration of a test; returns a restore function.
---- `inputs`: list of strings answered in order; `picks`: list of functions(items, opts) -> item.
+--- `inputs`: list of strings (or functions(opts) -> string) answered in order; `picks`: list of
+--- functions(items, opts) -> item.
 function H.stub_ui(inputs, picks)
   local orig_input, orig_select = vim.ui.input, vim.ui.select
   local calls = { input = {}, select = {} }
@@ -169,6 +170,9 @@ function H.stub_ui(inputs, picks)
   vim.ui.input = function(o, on_confirm)
     table.insert(calls.input, o)
     local v = table.remove(inputs, 1)
+    if type(v) == 'function' then
+      v = v(o) -- e.g. accept the default: function(o) return o.default end
+    end
     vim.schedule(function()
       on_confirm(v)
     end)
@@ -184,6 +188,124 @@ function H.stub_ui(inputs, picks)
   return function()
     vim.ui.input, vim.ui.select = orig_input, orig_select
   end, calls
+end
+
+--- Plans ticket `id` with `:Planwire plan`, waits until it is planned and its transcript shows the
+--- plan, the ticket's usage and the run's timing; returns the transcript buffer.
+function H.plan(id)
+  vim.cmd('Planwire plan ' .. id)
+  local buf = api.nvim_get_current_buf()
+  H.wait_status(id, 'planned', nil, buf)
+  H.wait('the plan, the ticket\'s usage and the run\'s timing', function()
+    local text = H.text(buf)
+    return text:find('\n# Plan: ', 1, true) and text:find('\n_all runs of the ticket: ', 1, true)
+      and text:find('\n_took ', 1, true)
+  end, nil, function()
+    return H.text(buf)
+  end)
+  return buf
+end
+
+--- Polls `fn()` (which may make requests) until it is truthy; fails with `what` on timeout.
+function H.poll(what, fn, timeout)
+  local deadline = vim.uv.now() + (timeout or H.TIMEOUT)
+  while true do
+    local v = fn()
+    if v then
+      return v
+    end
+    if vim.uv.now() > deadline then
+      error('timed out waiting for ' .. what, 2)
+    end
+    vim.wait(50)
+  end
+end
+
+--- Writes a `script` planner file (JSON lines) under the run's temp root; returns its path.
+function H.script(name, lines)
+  local path = H.tempdir('script') .. '/' .. name .. '.jsonl'
+  local out = {}
+  for i, l in ipairs(lines) do
+    out[i] = vim.json.encode(l)
+  end
+  vim.fn.writefile(out, path)
+  return path
+end
+
+H.SESSION = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee'
+
+local function claude_line(v, delay)
+  return { out = vim.json.encode(v), delayMs = delay or 20 }
+end
+
+--- A Claude stream (as the `script` planner replays it) that ends with a plan.
+--- opts: title, criteria (list), deltas (text pieces streamed before the stored text), gate (a
+--- path: after `gate_after` pieces, waits until it exists), before (directives first, e.g.
+--- `{ spawn = {...} }`), cost.
+function H.claude_script(name, opts)
+  opts = opts or {}
+  local plan = vim.json.encode({ title = opts.title or 'A plan', description = opts.description or '## Steps\n1. Do it.',
+    acceptanceCriteria = opts.criteria or { 'it works' }, openQuestions = {}, dependencies = {} })
+  local pieces = vim.deepcopy(opts.deltas or {})
+  local whole = table.concat(pieces) .. (opts.text and opts.text or '') .. '\n\n<planwire-plan>' .. plan .. '</planwire-plan>'
+  local lines = { { format = 'claude' } }
+  vim.list_extend(lines, opts.before or {})
+  table.insert(lines, claude_line({ type = 'system', subtype = 'init', session_id = H.SESSION, tools = { 'Read' },
+    permissionMode = 'plan' }))
+  for i, piece in ipairs(pieces) do
+    table.insert(lines, claude_line({ type = 'stream_event', session_id = H.SESSION, parent_tool_use_id = vim.NIL,
+      event = { type = 'content_block_delta', index = 0, delta = { type = 'text_delta', text = piece } } }))
+    if opts.gate and i == opts.gate_after then
+      table.insert(lines, { awaitFile = opts.gate })
+    end
+  end
+  table.insert(lines, claude_line({ type = 'assistant', session_id = H.SESSION, parent_tool_use_id = vim.NIL,
+    message = { id = 'msg_1', role = 'assistant', content = { { type = 'text', text = whole } } } }))
+  table.insert(lines, claude_line({ type = 'result', subtype = 'success', is_error = false, session_id = H.SESSION,
+    result = whole, total_cost_usd = opts.cost or 0.01, usage = { input_tokens = 10, output_tokens = 5 } }))
+  table.insert(lines, { exit = 0 })
+  return H.script(name, lines), whole
+end
+
+--- Makes `dir` a git work tree with one commit (a fresh `.git`).
+function H.git_init(dir)
+  vim.fn.delete(dir .. '/.git', 'rf')
+  vim.fn.writefile({ 'fn main() {}' }, dir .. '/main.rs')
+  for _, argv in ipairs({
+    { 'git', 'init', '-q' },
+    { 'git', 'add', '-A' },
+    { 'git', '-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-q', '-m', 'init' },
+  }) do
+    local r = vim.system(argv, { cwd = dir, text = true }):wait(20000)
+    assert(r.code == 0, table.concat(argv, ' ') .. ': ' .. tostring(r.stderr))
+  end
+end
+
+--- The highlight groups of row `row` (1-based) in namespace `ns`, with their start columns.
+function H.highlights(buf, ns, row)
+  local out = {}
+  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, ns, { row - 1, 0 }, { row - 1, -1 }, { details = true })) do
+    table.insert(out, { col = m[3], group = m[4].hl_group })
+  end
+  return out
+end
+
+--- The 1-based row of the first line of `buf` matching `pattern`, and the line.
+function H.row_of(buf, pattern)
+  for i, l in ipairs(H.lines(buf)) do
+    if l:find(pattern) then
+      return i, l
+    end
+  end
+end
+
+--- Notifications so far whose message matches `pattern` (a Lua pattern).
+function H.notified(pattern)
+  for _, n in ipairs(_G.planwire_test_notifications) do
+    if tostring(n.msg):find(pattern) then
+      return n
+    end
+  end
 end
 
 return H

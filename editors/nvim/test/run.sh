@@ -74,6 +74,17 @@ specs=("$@")
 timeout --kill-after=15 1500 "$NVIM_EXE" -l /usr/bin/busted --helper="$HERE/helper.lua" -o "$HERE/output.lua" "${specs[@]}" </dev/null || status=1
 echo
 
+# The transcript benchmark as a smoke run (small, with this binary): it fails only when an
+# event's row is missing or doubled or the plan is not shown, never on timing.
+if [ $# -eq 0 ]; then
+  log "benchmark smoke run (bench/run.sh --quick)"
+  if NVIM_BIN="$NVIM_EXE" timeout --kill-after=15 600 bash "$PLUGIN/bench/run.sh" --quick </dev/null >&2; then
+    echo "pass benchmark smoke run" >>"$RESULTS"; echo "ok - benchmark smoke run (bench/run.sh --quick)"
+  else
+    echo "fail benchmark smoke run" >>"$RESULTS"; echo "not ok - benchmark smoke run (bench/run.sh --quick)"
+  fi
+fi
+
 count() { local n; n=$(grep -c "^$1 " "$RESULTS" 2>/dev/null); echo "${n:-0}"; }
 passed=$(count pass)
 failed=$(count fail)

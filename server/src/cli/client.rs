@@ -32,6 +32,43 @@ impl Note {
     }
 }
 
+/// The server running in-process on one end of a pipe, and the transport of the other end.
+pub(crate) struct InProcess {
+    pub outbox: Outbox,
+    pub incoming: mpsc::Receiver<ReaderEvent>,
+    /// The server's task; its output is the exit code.
+    pub server: JoinHandle<i32>,
+}
+
+impl InProcess {
+    pub fn spawn() -> InProcess {
+        let (client_end, server_end) = tokio::io::duplex(PIPE);
+        let (server_read, server_write) = tokio::io::split(server_end);
+        let server = tokio::spawn(crate::server::serve(
+            tokio::io::BufReader::new(server_read),
+            server_write,
+        ));
+        let (client_read, client_write) = tokio::io::split(client_end);
+        let (outbox, incoming) = transport::start(tokio::io::BufReader::new(client_read), client_write);
+        InProcess {
+            outbox,
+            incoming,
+            server,
+        }
+    }
+}
+
+/// The `initialize` params of an in-process client.
+pub(crate) fn initialize_params(name: &str, capabilities: Value, options: Value) -> Value {
+    json!({
+        "processId": std::process::id(),
+        "clientInfo": { "name": name, "version": env!("CARGO_PKG_VERSION") },
+        "rootUri": null,
+        "capabilities": capabilities,
+        "initializationOptions": options,
+    })
+}
+
 pub struct Client {
     outbox: Outbox,
     incoming: mpsc::Receiver<ReaderEvent>,
@@ -45,14 +82,19 @@ impl Client {
     /// Starts the server in-process and initializes it with `dbPath` (and work-done progress,
     /// whose `create` requests are answered). Returns the client and the `initialize` result.
     pub async fn start(db: &Path) -> Result<(Client, Value), ResponseError> {
-        let (client_end, server_end) = tokio::io::duplex(PIPE);
-        let (server_read, server_write) = tokio::io::split(server_end);
-        let server = tokio::spawn(crate::server::serve(
-            tokio::io::BufReader::new(server_read),
-            server_write,
-        ));
-        let (client_read, client_write) = tokio::io::split(client_end);
-        let (outbox, incoming) = transport::start(tokio::io::BufReader::new(client_read), client_write);
+        Client::start_with(db, serde_json::Map::new()).await
+    }
+
+    /// [`Client::start`] with more `initializationOptions` (the terminal's `--acp-agent`s).
+    pub async fn start_with(
+        db: &Path,
+        mut options: serde_json::Map<String, Value>,
+    ) -> Result<(Client, Value), ResponseError> {
+        let InProcess {
+            outbox,
+            incoming,
+            server,
+        } = InProcess::spawn();
         let mut client = Client {
             outbox,
             incoming,
@@ -60,12 +102,9 @@ impl Client {
             server,
             closed: false,
         };
-        let params = json!({
-            "processId": std::process::id(),
-            "clientInfo": { "name": "planwire-cli", "version": env!("CARGO_PKG_VERSION") },
-            "rootUri": null,
-            "capabilities": { "window": { "workDoneProgress": true } },
-            "initializationOptions": { "dbPath": db.display().to_string() },
+        let params = initialize_params("planwire-cli", json!({ "window": { "workDoneProgress": true } }), {
+            options.insert("dbPath".into(), json!(db.display().to_string()));
+            Value::Object(options)
         });
         let result = client.raw_call("initialize", params).await?;
         client.outbox.notify("initialized", json!({})).await;

@@ -1,10 +1,11 @@
 //! `planwire doctor`: each planner (path, version, supported, what is missing), the database
 //! (its path, resolved like the server's, and its state in words: missing, ready, damaged,
-//! foreign, newer, locked, on a full disk; checked without creating or changing it) and where
-//! logs go. Exits 1 when no real planner (claude, opencode, codex) is usable, or when the
-//! database cannot be used; the `script` planner is a demo.
+//! foreign, newer, locked, on a full disk; checked without creating or changing it), the OS
+//! sandbox (enforced or why not) and where logs go. Exits 1 when no real planner (claude,
+//! opencode, codex) is usable, or when the database cannot be used; the `script` planner is a
+//! demo.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use planwire_protocol::{InitializationOptions, PlannerInfo};
@@ -28,8 +29,19 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
     let ok = |t: &str| paint(t, Style::Green, color);
     let bad = |t: &str| paint(t, Style::Red, color);
     let db_path = args.db.path();
+    let acp_agents = match args
+        .agents
+        .options()
+        .map(serde_json::Value::Object)
+        .map(serde_json::from_value)
+    {
+        Ok(Ok(agents)) => agents,
+        Ok(Err(e)) => return super::fail(format!("--acp-agent: {e}")),
+        Err(e) => return super::fail(e),
+    };
     let options = InitializationOptions {
         db_path: Some(db_path.display().to_string()),
+        acp_agents,
         ..InitializationOptions::default()
     };
     let config = Config::from_options(&options);
@@ -93,6 +105,32 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
     };
     let mark = if db_ok { ok("ok ") } else { bad("no ") };
     lines.push(format!("  {mark} {state}"));
+
+    lines.push(String::new());
+    lines.push("Sandbox".into());
+    let sandbox = crate::sandbox::state(config.sandbox);
+    let mark = if sandbox == planwire_protocol::SandboxState::Enforced {
+        ok("ok ")
+    } else {
+        bad("no ")
+    };
+    lines.push(format!("  {mark} {}", crate::sandbox::describe(config.sandbox)));
+    if sandbox != planwire_protocol::SandboxState::Enforced {
+        lines.push("      planning still runs (sandbox \"auto\"), with a warning on each run".into());
+    }
+
+    lines.push(String::new());
+    lines.push("References".into());
+    lines.push(match crate::context::github::gh() {
+        Some(gh) => format!(
+            "  {} gh {}: GitHub issue and pull request links in a description are read with it before planning",
+            ok("ok "),
+            gh.display()
+        ),
+        None => "  --  gh is not on PATH: GitHub issue and pull request links stay text; \
+                 install the GitHub CLI (gh) and run `gh auth login` to have them read"
+            .into(),
+    });
 
     lines.push(String::new());
     lines.push("Logs".into());
@@ -163,12 +201,5 @@ fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+        .find(|p| crate::util::is_executable(p))
 }

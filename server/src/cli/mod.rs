@@ -1,6 +1,7 @@
-//! The terminal front: `planwire plan`, `tickets`, `show` and `doctor`.
+//! The terminal front: `planwire plan`, `tickets`, `show`, `export`, `doctor`, and `acp`
+//! (the ACP agent on stdio, `crate::acp`).
 //!
-//! `plan`, `tickets` and `show` run the server in-process ([`client::Client`]) and speak the
+//! `plan`, `tickets`, `show` and `export` run the server in-process ([`client::Client`]) and speak the
 //! protocol to it, so a terminal plan takes the same path as an editor's (handlers, runner,
 //! store, stop). `doctor` checks the machine directly. Only this module writes to stdout, and
 //! only through an explicit `std::io::stdout().lock()` writer: `--stdio` mode never does.
@@ -23,10 +24,15 @@ pub enum Command {
     Plan(PlanArgs),
     /// List tickets: id, status, title (and root, unless one root is asked for).
     Tickets(TicketsArgs),
-    /// Show a ticket: its description, plan and runs.
+    /// Show a ticket: its description, plan, versions, usage and runs with their timing.
     Show(ShowArgs),
+    /// Write a ticket's plan into its repository as markdown (default
+    /// .planwire/plans/<ticket>-<slug>.md under its root).
+    Export(ExportArgs),
     /// Check the planners, the database and logging; exits non-zero when no planner is usable.
     Doctor(DoctorArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout (for Zed, JetBrains, Emacs, Neovim).
+    Acp(AcpArgs),
 }
 
 #[derive(Args)]
@@ -71,12 +77,14 @@ pub struct PlanArgs {
     /// Read the description from a file (`-` for stdin).
     #[arg(long, value_name = "F")]
     pub description_file: Option<PathBuf>,
-    /// The planner CLI; else the server's default (claude).
-    #[arg(long, value_parser = ["claude", "opencode", "codex", "script"])]
+    /// The planner: claude, opencode, codex, script, or acp:NAME (an ACP agent); else claude.
+    #[arg(long, value_name = "TOOL")]
     pub tool: Option<String>,
     /// The model passed to the planner; for `script`, the script (demo, slow, questions, fail).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
+    #[command(flatten)]
+    pub agents: AcpAgentArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -99,7 +107,69 @@ pub struct ShowArgs {
 }
 
 #[derive(Args)]
+pub struct ExportArgs {
+    /// The ticket's id (as `planwire tickets` lists it).
+    pub ticket: i64,
+    /// Where to write: absolute, or relative to the ticket's root.
+    pub path: Option<String>,
+    /// The plan version (default: the latest).
+    #[arg(long = "plan-version", value_name = "N")]
+    pub version: Option<u32>,
+    /// Replace the file if it exists.
+    #[arg(long)]
+    pub overwrite: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args)]
+pub struct AcpArgs {
+    /// The planner of new sessions (a session's `planner` option changes it).
+    #[arg(long, value_name = "TOOL")]
+    pub tool: Option<String>,
+    /// The model of new sessions; for `script`, the script.
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    #[command(flatten)]
+    pub agents: AcpAgentArgs,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args)]
+pub struct AcpAgentArgs {
+    /// An ACP agent to plan with, as tool `acp:NAME`: `NAME=COMMAND [ARG…]` (split on
+    /// spaces, never run through a shell). Repeatable.
+    #[arg(long = "acp-agent", value_name = "NAME=COMMAND")]
+    pub acp_agent: Vec<String>,
+}
+
+impl AcpAgentArgs {
+    /// As `initializationOptions.acpAgents`: `{name: {command, args}}`.
+    pub fn options(&self) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+        let mut agents = serde_json::Map::new();
+        for spec in &self.acp_agent {
+            let (name, command) = spec
+                .split_once('=')
+                .ok_or_else(|| format!("--acp-agent {spec:?}: expected NAME=COMMAND [ARG…]"))?;
+            let mut words = command.split_whitespace();
+            let program = words
+                .next()
+                .ok_or_else(|| format!("--acp-agent {spec:?}: the command is empty"))?;
+            let args: Vec<&str> = words.collect();
+            agents.insert(
+                name.trim().to_owned(),
+                serde_json::json!({ "command": program, "args": args }),
+            );
+        }
+        Ok(agents)
+    }
+}
+
+#[derive(Args)]
 pub struct DoctorArgs {
+    #[command(flatten)]
+    pub agents: AcpAgentArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -148,7 +218,20 @@ pub fn run(command: Command, log: LogSetting) -> i32 {
             Command::Plan(args) => plan::run(args).await,
             Command::Tickets(args) => tickets::list(args).await,
             Command::Show(args) => tickets::show(args).await,
+            Command::Export(args) => tickets::export(args).await,
             Command::Doctor(args) => doctor::run(args, log).await,
+            Command::Acp(args) => match args.agents.options() {
+                Ok(acp_agents) => {
+                    let options = crate::acp::Options {
+                        db: Some(args.db.path()),
+                        tool: args.tool,
+                        model: args.model,
+                        acp_agents,
+                    };
+                    crate::acp::serve_stdio(options).await
+                }
+                Err(e) => fail(e),
+            },
         }
     });
     // A blocking read of an answer from stdin may still wait: do not wait for it.

@@ -46,7 +46,13 @@ pub async fn run(args: PlanArgs) -> i32 {
         _ => return fail("cannot install the Ctrl-C handler"),
     };
     let db = args.db.path();
-    let (mut client, _) = match Client::start(&db).await {
+    let agents = match args.agents.options() {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let mut options = serde_json::Map::new();
+    options.insert("acpAgents".into(), serde_json::Value::Object(agents));
+    let (mut client, _) = match Client::start_with(&db, options).await {
         Ok(c) => c,
         Err(e) => return fail(e.message),
     };
@@ -446,6 +452,10 @@ impl View {
                     };
                     lines.push(format!("{indent}{}", self.paint(&l, Style::Red)));
                 }
+            }
+            EventBody::Warning { message } => {
+                let l = format!("! warning: {message}");
+                lines.push(format!("{indent}{}", self.paint(&l, Style::Bold)));
             }
             // Live questions arrive with their own notification; usage, session ids and
             // unrecognised lines are stored but not shown.

@@ -1,10 +1,14 @@
-//! `planwire tickets` and `planwire show`: the store, read through the in-process server.
+//! `planwire tickets`, `planwire show` and `planwire export`: the store, read (and a plan
+//! written) through the in-process server.
 
-use planwire_protocol::{GetTicket, ListTickets, ListTicketsParams, Run, Ticket, TicketRef};
+use planwire_protocol::{
+    ErrorCode, ExportPlan, ExportPlanParams, GetTicket, ListPlans, ListTickets, ListTicketsParams, PlanVersion, Run,
+    Ticket, TicketRef, Usage,
+};
 
 use super::client::Client;
-use super::output::print_lines;
-use super::{fail, ShowArgs, TicketsArgs};
+use super::output::{note_line, print_lines};
+use super::{fail, ExportArgs, ShowArgs, TicketsArgs};
 use crate::planners::plan::plan_markdown;
 
 pub async fn list(args: TicketsArgs) -> i32 {
@@ -77,11 +81,13 @@ pub async fn show(args: ShowArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return fail(e.message),
     };
-    let result = client.call::<GetTicket>(TicketRef { ticket_id: args.ticket }).await;
+    let id = args.ticket;
+    let result = client.call::<GetTicket>(TicketRef { ticket_id: id }).await;
+    let plans = client.call::<ListPlans>(TicketRef { ticket_id: id }).await;
     client.shutdown().await;
-    let got = match result {
-        Ok(g) => g,
-        Err(e) => return fail(e.message),
+    let (got, plans) = match (result, plans) {
+        (Ok(g), Ok(p)) => (g, p.plans),
+        (Err(e), _) | (_, Err(e)) => return fail(e.message),
     };
     let t = &got.ticket;
     let mut lines = vec![
@@ -89,19 +95,36 @@ pub async fn show(args: ShowArgs) -> i32 {
         format!("status:  {}", t.status.as_str()),
         format!("root:    {}", t.root),
         format!("planner: {}", tool_and_model(&t.tool, t.model.as_deref())),
-        format!("created: {}   updated: {}", t.created_at, t.updated_at),
-        String::new(),
-        "Description:".into(),
     ];
+    if let Some(branch) = &t.branch {
+        lines.push(format!("branch:  {branch}"));
+    }
+    lines.push(format!("created: {}   updated: {}", t.created_at, t.updated_at));
+    if let (Some(at), Some(tool)) = (&t.handed_off_at, &t.handed_off_tool) {
+        lines.push(format!("handed off to {tool} at {at}"));
+    }
+    lines.push(format!("usage:   {}", usage_line(&got.usage)));
+    lines.extend([String::new(), "Description:".into()]);
     if t.description.trim().is_empty() {
         lines.push("  (none)".into());
     } else {
         lines.extend(t.description.trim_end().lines().map(|l| format!("  {l}")));
     }
     lines.push(String::new());
-    match &t.plan {
-        Some(plan) => lines.extend(plan_markdown(plan).trim_end().lines().map(str::to_owned)),
-        None => lines.push("No plan yet.".into()),
+    match (&t.plan, t.plan_version) {
+        (Some(plan), version) => {
+            if let Some(v) = version {
+                lines.push(format!("Plan (version {v}):"));
+                lines.push(String::new());
+            }
+            lines.extend(plan_markdown(plan).trim_end().lines().map(str::to_owned));
+        }
+        (None, _) => lines.push("No plan yet.".into()),
+    }
+    if plans.len() > 1 {
+        lines.push(String::new());
+        lines.push("Plan versions:".into());
+        lines.extend(plans.iter().map(version_line));
     }
     let open: Vec<_> = t
         .open_questions
@@ -149,8 +172,58 @@ fn run_line(r: &Run) -> String {
         (None, Some(sig)) => line.push_str(&format!("  signal {sig}")),
         _ => {}
     }
+    if let Some(t) = &r.timing {
+        let ms = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), seconds);
+        line.push_str(&format!(
+            "\n      first output {}, first answer {}, total {}",
+            ms(t.first_output_ms),
+            ms(t.first_final_ms),
+            seconds(t.total_ms)
+        ));
+    }
     if let Some(f) = &r.failure {
         line.push_str(&format!("\n      {}: {}", f.code, f.message));
     }
     line
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+fn usage_line(u: &Usage) -> String {
+    format!(
+        "{} input + {} output tokens ({} cache read, {} cache write), ${:.4}",
+        u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cost_usd
+    )
+}
+
+fn version_line(v: &PlanVersion) -> String {
+    let run = v.run_id.map_or_else(String::new, |r| format!("  run {r}"));
+    format!("  v{}  {}{run}  {}", v.version, v.created_at, v.plan.title)
+}
+
+pub async fn export(args: ExportArgs) -> i32 {
+    let (mut client, _) = match Client::start(&args.db.path()).await {
+        Ok(c) => c,
+        Err(e) => return fail(e.message),
+    };
+    let params = ExportPlanParams {
+        ticket_id: args.ticket,
+        version: args.version,
+        path: args.path,
+        overwrite: args.overwrite,
+        dry_run: false,
+    };
+    let result = client.call::<ExportPlan>(params).await;
+    client.shutdown().await;
+    match result {
+        Ok(r) => {
+            print_lines(&[r.path]);
+            note_line(&format!("Wrote plan version {} ({} bytes).", r.version, r.bytes));
+            0
+        }
+        Err(e) if e.code == ErrorCode::Conflict.code() => fail(format!("{}; --overwrite replaces it", e.message)),
+        Err(e) => fail(e.message),
+    }
 }

@@ -2,19 +2,22 @@
 //!
 //! A live question whose CLI is still waiting gets its answer on the CLI's stdin: the same run
 //! continues. A question from a plan's open questions, or a live one gone stale because its
-//! process died, starts a new run that resumes the provider session with the answers.
+//! process died, starts a new run that resumes the provider session with the answers (when
+//! its authority holds, `authority.rs`; else a fresh run gets them in its prompt).
 
 use std::sync::Arc;
 
 use planwire_protocol::{
-    AnswerParams, AnswerResult, ErrorCode, Question, QuestionSource, QuestionStatus, TicketStatus,
+    AnswerParams, AnswerResult, ErrorCode, Question, QuestionSource, QuestionStatus, Run, Ticket, TicketStatus,
 };
 use tokio::sync::oneshot;
 
-use super::create_ticket::check_tool;
+use super::authority::{self, Resume};
+use super::create_ticket::{check_tool, locate};
 use super::{invalid_params, settings, HandlerResult};
+use crate::planners::driver::answer_pairs;
 use crate::planners::prompt;
-use crate::runner::{self, answer_pairs, notify_ticket, store_error, RunSpec};
+use crate::runner::{self, notify_ticket, store_error, RunSpec};
 use crate::session::{LiveAnswer, LiveReply, Session};
 use crate::store::{questions, runs, tickets};
 use crate::transport::ResponseError;
@@ -145,55 +148,20 @@ async fn resume_with_answers(s: &Arc<Session>, q: &Question, p: AnswerParams) ->
         .collect::<Vec<_>>()
         .join("\n");
     let answers = p.answers.clone();
-    let (ticket, run, session) = s
+    let (ticket, run) = s
         .store
         .write(move |c| {
             // Settled first, so the run that follows never sees it open; undone if it cannot start.
             questions::settle(c, qid, QuestionStatus::Answered, &answers)?;
-            Ok((
-                tickets::get(c, ticket_id)?,
-                runs::get(c, run_id)?,
-                tickets::session(c, ticket_id)?,
-            ))
+            Ok((tickets::get(c, ticket_id)?, runs::get(c, run_id)?))
         })
         .await
         .map_err(store_error)?;
-    let tool = check_tool(&run.tool)?;
-    let resume = session.filter(|(t, _)| t == &run.tool).map(|(_, id)| id);
-    let answers_text = pairs
-        .iter()
-        .map(|(q, a)| format!("Q: {q}\nA: {a}"))
-        .collect::<Vec<_>>()
-        .join("\n\n");
-    let used = settings::prompt_settings(s, &ticket.root).await;
-    let fresh = prompt::plan_prompt(
-        &ticket.title,
-        &format!(
-            "{}\n\nThe user already answered these questions:\n\n{answers_text}",
-            ticket.description
-        ),
-        &used,
-    );
-    let spec = RunSpec {
-        tool,
-        model: run.model.clone(),
-        variant: run.variant.clone(),
-        prompt: match &resume {
-            Some(_) => prompt::continuation_prompt(
-                &format!(
-                    "The user answered your open questions:\n\n{answers_text}\n\nRefine the plan with these answers."
-                ),
-                &used,
-            ),
-            None => fresh.clone(),
-        },
-        fresh_reason: resume.is_none().then(|| "no provider session to resume".to_owned()),
-        resume,
-        retry_of: None,
-        fresh_prompt: Some(fresh),
-        supersede_questions: false,
+    let started = match answers_spec(s, &ticket, &run, &pairs).await {
+        Ok(spec) => runner::start(s, &ticket, spec).await,
+        Err(e) => Err(e),
     };
-    match runner::start(s, &ticket, spec).await {
+    match started {
         Ok(new_run) => {
             let stored = s
                 .store
@@ -209,4 +177,59 @@ async fn resume_with_answers(s: &Arc<Session>, q: &Question, p: AnswerParams) ->
             Err(e)
         }
     }
+}
+
+/// The run that takes the answers: it resumes the ticket's session when its authority holds
+/// (`authority.rs`), in the ticket's branch's directory, else starts fresh with the answers in
+/// the ticket's text.
+async fn answers_spec(s: &Session, ticket: &Ticket, run: &Run, pairs: &[(String, String)]) -> HandlerResult<RunSpec> {
+    let tool = check_tool(&run.tool)?;
+    let workdir = locate(&ticket.root, ticket.branch.as_deref()).await?;
+    let (resume, fresh_reason) = match authority::check(s, ticket, tool, run.model.as_deref(), &workdir).await? {
+        Resume::Session(session) => (Some(session), None),
+        Resume::Fresh(reason) => (None, Some(reason)),
+        Resume::NoSession => (None, Some("no provider session to resume".to_owned())),
+    };
+    let answers_text = pairs
+        .iter()
+        .map(|(q, a)| format!("Q: {q}\nA: {a}"))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let used = settings::prompt_settings(s, &ticket.root).await;
+    let fresh = prompt::plan_prompt(
+        &ticket.title,
+        &format!(
+            "{}\n\nThe user already answered these questions:\n\n{answers_text}",
+            ticket.description
+        ),
+        &used,
+    );
+    let prompt = match &resume {
+        Some(session) => prompt::resume_prompt(
+            &ticket.title,
+            &ticket.description,
+            // The question is settled already: an unreadable history must not strand it.
+            super::plan::ticket_since(s, ticket, session)
+                .await
+                .unwrap_or(prompt::TicketSince::Unknown),
+            Some(&format!(
+                "The user answered your open questions:\n\n{answers_text}\n\nRefine the plan with these answers."
+            )),
+            &used,
+        ),
+        None => fresh.clone(),
+    };
+    Ok(RunSpec {
+        tool,
+        model: run.model.clone(),
+        variant: run.variant.clone(),
+        prompt,
+        fresh_reason,
+        resume,
+        retry_of: None,
+        fresh_prompt: Some(fresh),
+        supersede_questions: false,
+        workdir,
+        settings: used,
+    })
 }

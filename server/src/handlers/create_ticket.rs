@@ -1,4 +1,6 @@
-//! `planwire/createTicket`: a draft ticket in an existing directory.
+//! `planwire/createTicket`: a draft ticket in an existing directory. A `branch` must exist
+//! in the root's git repository (-32013 otherwise); [`locate`] also tells `planwire/plan`
+//! and `planwire/handoff` where the ticket's branch is checked out.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -6,6 +8,7 @@ use std::sync::Arc;
 use planwire_protocol::{CreateTicketParams, ErrorCode, Ticket};
 
 use super::{invalid_params, HandlerResult};
+use crate::context::Workdir;
 use crate::planners::Tool;
 use crate::runner::store_error;
 use crate::session::Session;
@@ -26,6 +29,8 @@ pub async fn create(s: &Session, p: CreateTicketParams) -> HandlerResult<Ticket>
     }
     let tool = p.tool.clone().unwrap_or_else(|| s.config.default_tool.clone());
     check_tool(&tool)?;
+    let branch = check_branch(p.branch.as_deref())?;
+    locate(&root, branch.as_deref()).await?;
     let new = NewTicket {
         root,
         title: p.title.trim().to_owned(),
@@ -37,6 +42,9 @@ pub async fn create(s: &Session, p: CreateTicketParams) -> HandlerResult<Ticket>
     s.store
         .write(move |c| {
             let id = tickets::create(c, &new)?;
+            if branch.is_some() {
+                tickets::set_branch(c, id, branch.as_deref())?;
+            }
             tickets::get(c, id)
         })
         .await
@@ -72,4 +80,27 @@ pub fn check_tool(tool: &str) -> HandlerResult<Tool> {
             known.join(", ")
         ))
     })
+}
+
+/// Where a ticket of `root` on `branch` is planned (the root, or the branch's worktree);
+/// -32013 `projectUnavailable`, naming the branch, when it does not exist or cannot be looked
+/// up. planwire only reads git.
+pub async fn locate(root: &str, branch: Option<&str>) -> HandlerResult<Workdir> {
+    crate::context::workdir(root, branch)
+        .await
+        .map_err(|m| ResponseError::new(ErrorCode::ProjectUnavailable, m))
+}
+
+/// A branch name as stored: trimmed, `None` when empty. It will name a git branch, so it may
+/// not start with `-` or hold control characters.
+pub fn check_branch(branch: Option<&str>) -> HandlerResult<Option<String>> {
+    let Some(branch) = branch.map(str::trim).filter(|b| !b.is_empty()) else {
+        return Ok(None);
+    };
+    if branch.starts_with('-') || branch.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(invalid_params(format!(
+            "field `branch`: {branch:?} is not a branch name (no leading `-`, spaces or control characters)"
+        )));
+    }
+    Ok(Some(branch.to_owned()))
 }

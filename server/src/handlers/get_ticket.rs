@@ -1,4 +1,5 @@
-//! `planwire/getTicket`: the ticket with its conversation, questions and runs (newest first).
+//! `planwire/getTicket`: the ticket with its conversation, questions and runs (newest first),
+//! and the usage and cost of all its runs.
 
 use std::sync::Arc;
 
@@ -7,7 +8,7 @@ use planwire_protocol::{GetTicketResult, TicketRef};
 use super::HandlerResult;
 use crate::runner::store_error;
 use crate::session::Session;
-use crate::store::{memory, questions, runs, tickets};
+use crate::store::{memory, questions, runs, tickets, transcript};
 
 pub async fn handle(s: Arc<Session>, p: TicketRef) -> HandlerResult<GetTicketResult> {
     let id = p.ticket_id;
@@ -18,6 +19,7 @@ pub async fn handle(s: Arc<Session>, p: TicketRef) -> HandlerResult<GetTicketRes
                 messages: tickets::messages(c, id)?,
                 questions: questions::for_ticket(c, id)?,
                 runs: runs::for_ticket(c, id)?,
+                usage: transcript::ticket_usage(c, id)?,
                 memory_suggestions: memory::for_ticket(c, id)?,
             })
         })

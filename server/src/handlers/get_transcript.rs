@@ -24,25 +24,41 @@ struct Page {
     events: Vec<Box<RawValue>>,
     last_seq: u64,
     done: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    open_blocks: Vec<planwire_protocol::OpenBlock>,
 }
 
 pub async fn handle(s: Arc<Session>, p: GetTranscriptParams) -> HandlerResult<RawResult> {
     let limit = p.limit.unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
-    let (payloads, last_seq, done) = s
+    let (payloads, last_seq, reached, done) = s
         .store
         .read(move |c| {
             let run = runs::get(c, p.run_id)?;
             let (payloads, page_end, last_seq) = transcript::page_raw(c, p.run_id, p.after_seq, limit)?;
             let reached = page_end.unwrap_or(p.after_seq) >= last_seq;
-            Ok((payloads, last_seq, !run.status.is_active() && reached))
+            Ok((payloads, last_seq, reached, !run.status.is_active() && reached))
         })
         .await
         .map_err(store_error)?;
+    // Taken after the page: a block closed by an event of the page is no longer open.
+    let open_blocks = match (reached && !done, s.handle(p.run_id)) {
+        (true, Some(h)) => {
+            let blocks = h.open_blocks.lock().expect("open blocks");
+            blocks.iter().filter(|b| !b.text.is_empty()).cloned().collect()
+        }
+        _ => Vec::new(),
+    };
     let events = payloads
         .into_iter()
         .filter_map(|p| RawValue::from_string(p).ok())
         .collect();
     let internal =
         |e: serde_json::Error| ResponseError::new(planwire_protocol::ErrorCode::InternalError, e.to_string());
-    serde_json::value::to_raw_value(&Page { events, last_seq, done }).map_err(internal)
+    let page = Page {
+        events,
+        last_seq,
+        done,
+        open_blocks,
+    };
+    serde_json::value::to_raw_value(&page).map_err(internal)
 }

@@ -6,15 +6,20 @@
 //! up the rest, and `$/cancelRequest` can abort it.
 
 mod answer;
+mod authority;
 mod breakdown;
 pub(crate) mod create_ticket;
 mod delete_ticket;
+mod export_plan;
+mod get_plan;
 mod get_project_settings;
 mod get_run;
 mod get_ticket;
 mod get_transcript;
+mod handoff;
 mod link_project;
 mod list_links;
+mod list_plans;
 mod list_tickets;
 mod memory_accept;
 mod memory_add;
@@ -27,6 +32,7 @@ pub(crate) mod settings;
 mod status;
 mod stop;
 mod unlink_project;
+mod update_ticket;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -70,9 +76,14 @@ macro_rules! methods {
 
 methods! {
     CreateTicket => create_ticket::handle,
+    UpdateTicket => update_ticket::handle,
     ListTickets => list_tickets::handle,
     GetTicket => get_ticket::handle,
     StartPlan => plan::handle,
+    ListPlans => list_plans::handle,
+    GetPlan => get_plan::handle,
+    ExportPlan => export_plan::handle,
+    Handoff => handoff::handle,
     Stop => stop::handle,
     Status => status::handle,
     AnswerQuestion => answer::handle,

@@ -48,7 +48,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use planwire_protocol::{ErrorKind, EventBody, ToolStatus};
+use planwire_protocol::{DeltaKind, ErrorKind, EventBody, ToolStatus};
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::json;
@@ -129,6 +129,8 @@ pub struct ClaudeParser {
     last_retry: Option<Retry>,
     control_requests: Vec<ControlRequest>,
     control_responses: Vec<ControlResponse>,
+    /// Live pieces from `stream_event` lines (`--include-partial-messages`), not yet taken.
+    deltas: Vec<(Option<String>, DeltaKind, String)>,
     finished: bool,
 }
 
@@ -155,7 +157,10 @@ impl ClaudeParser {
             Some("assistant") => self.on_assistant(value, out),
             Some("user") => self.on_user(value, out),
             Some("result") => self.on_result(value, out),
-            Some("stream_event") => true,
+            Some("stream_event") => {
+                self.on_stream_event(value);
+                true
+            }
             Some("control_request") => self.on_control_request(value),
             Some("control_response") => self.on_control_response(value),
             _ => false,
@@ -406,10 +411,35 @@ impl ClaudeParser {
     /// state changes, and goes to the `Value` path.
     fn on_typed(&mut self, line: Line, out: &mut Vec<ParsedEvent>) -> Option<bool> {
         match line.kind.as_deref() {
-            Some("stream_event") => Some(true),
+            Some("stream_event") => {
+                self.on_typed_stream_event(&line);
+                Some(true)
+            }
             Some("assistant") => self.on_typed_assistant(line, out),
             Some("user") => self.on_typed_user(line, out),
             _ => None,
+        }
+    }
+
+    fn on_typed_stream_event(&mut self, line: &Line) {
+        let Some(event) = line
+            .event
+            .as_ref()
+            .filter(|e| e.kind.as_deref() == Some("content_block_delta"))
+        else {
+            return;
+        };
+        let Some(delta) = event.delta.as_ref() else {
+            return;
+        };
+        let piece = match delta.kind.as_deref() {
+            Some("text_delta") => delta.text.as_deref().map(|t| (DeltaKind::Text, t)),
+            Some("thinking_delta") => delta.thinking.as_deref().map(|t| (DeltaKind::Reasoning, t)),
+            _ => None,
+        };
+        if let Some((kind, text)) = piece.filter(|(_, t)| !t.is_empty()) {
+            self.deltas
+                .push((typed_parent_id(&line.parent_tool_use_id), kind, text.to_owned()));
         }
     }
 
@@ -615,6 +645,26 @@ impl ClaudeParser {
         true
     }
 
+    /// A partial-message event: its text and thinking deltas are live pieces (the whole block
+    /// follows as an `assistant` line, which is what is stored).
+    fn on_stream_event(&mut self, v: &Value) {
+        let Some(event) = v
+            .get("event")
+            .filter(|e| str_of(e, "type") == Some("content_block_delta"))
+        else {
+            return;
+        };
+        let delta = event.get("delta").unwrap_or(&Value::Null);
+        let piece = match str_of(delta, "type") {
+            Some("text_delta") => str_of(delta, "text").map(|t| (DeltaKind::Text, t)),
+            Some("thinking_delta") => str_of(delta, "thinking").map(|t| (DeltaKind::Reasoning, t)),
+            _ => None,
+        };
+        if let Some((kind, text)) = piece.filter(|(_, t)| !t.is_empty()) {
+            self.deltas.push((parent_id(v), kind, text.to_owned()));
+        }
+    }
+
     fn on_control_request(&mut self, v: &Value) -> bool {
         let (Some(request_id), Some(request)) = (str_of(v, "request_id"), v.get("request")) else {
             return false;
@@ -657,6 +707,9 @@ impl LineParser for ClaudeParser {
     fn take_control_requests(&mut self) -> Vec<ControlRequest> {
         ClaudeParser::take_control_requests(self)
     }
+    fn take_deltas(&mut self) -> Vec<(Option<String>, DeltaKind, String)> {
+        std::mem::take(&mut self.deltas)
+    }
     fn saw_result(&self) -> bool {
         ClaudeParser::saw_result(self)
     }
@@ -693,7 +746,7 @@ impl LineParser for ClaudeParser {
 }
 
 /// The argv (without the program) of a plan run:
-/// `-p --output-format stream-json --verbose --permission-mode plan [--model M]
+/// `-p --output-format stream-json --verbose --permission-mode plan --setting-sources user [--model M]
 /// [--resume S | --session-id UUID] PROMPT`. `resume` wins over `session_id` when both are
 /// given. A model or id that is empty, starts with `-` or holds control characters is left
 /// out (it could be read as a flag). The prompt must start with fixed preamble text (see
@@ -710,6 +763,8 @@ pub fn argv(model: Option<&str>, resume: Option<&str>, session_id: Option<&str>,
         "--verbose",
         "--permission-mode",
         "plan",
+        "--setting-sources",
+        "user",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -889,6 +944,12 @@ pub fn interactive_argv(model: Option<&str>, resume: Option<&str>) -> Vec<String
         "plan",
         "--permission-prompt-tool",
         "stdio",
+        "--include-partial-messages",
+        // Only the user's settings: a repository's .claude/settings*.json (hooks, permission
+        // rules, MCP servers, env, helpers) and its .mcp.json stay out. CLAUDE.md goes too:
+        // planwire adds it to the prompt itself (planners/instructions.rs).
+        "--setting-sources",
+        "user",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -1073,13 +1134,24 @@ struct Line<'a> {
     parent_tool_use_id: Option<Str<'a>>,
     /// Present (not null) on the synthetic API error line.
     error: Option<Skip>,
+    /// A `stream_event` line's event.
+    event: Option<StreamEvent<'a>>,
 }
 typed_object!(Line, "a stream-json line", {
     "type" => kind,
     "message" => message,
     "parent_tool_use_id" => parent_tool_use_id,
     "error" => error,
+    "event" => event,
 });
+
+/// A partial-message event; a `content_block_delta`'s `delta` has the fields of a block.
+#[derive(Default)]
+struct StreamEvent<'a> {
+    kind: Option<Str<'a>>,
+    delta: Option<Block<'a>>,
+}
+typed_object!(StreamEvent, "a stream event", { "type" => kind, "delta" => delta });
 
 #[derive(Default)]
 struct Message<'a> {
@@ -1273,6 +1345,38 @@ mod tests {
         let (p, events) = run("a_partial");
         assert_eq!(shape(&events), ["session", "reasoning", "text!", "usage"]);
         assert!(p.final_text().starts_with("I looked at the request."));
+    }
+
+    #[test]
+    fn a_partial_deltas_join_to_exactly_the_stored_blocks() {
+        let mut p = ClaudeParser::new();
+        let mut events = Vec::new();
+        let mut deltas = Vec::new();
+        for line in fixture("a_partial").lines() {
+            events.extend(p.parse_line(line));
+            deltas.extend(LineParser::take_deltas(&mut p));
+        }
+        events.extend(p.finish());
+        let joined = |kind: DeltaKind| -> String {
+            deltas
+                .iter()
+                .filter(|(a, k, _)| a.is_none() && *k == kind)
+                .map(|(_, _, t)| t.as_str())
+                .collect()
+        };
+        let stored = |want: &str| -> String {
+            events
+                .iter()
+                .filter_map(|e| match &e.body {
+                    EventBody::Text { text, .. } if want == "text" => Some(text.clone()),
+                    EventBody::Reasoning { text } if want == "reasoning" => Some(text.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert!(deltas.len() >= 4, "{deltas:?}");
+        assert_eq!(joined(DeltaKind::Text), stored("text"));
+        assert_eq!(joined(DeltaKind::Reasoning), stored("reasoning"));
     }
 
     #[test]
@@ -1693,9 +1797,10 @@ mod tests {
     fn state(p: &mut ClaudeParser) -> String {
         let requests = p.take_control_requests();
         let responses = p.take_control_responses();
+        let deltas = LineParser::take_deltas(p);
         let tail = p.finish();
         format!(
-            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{requests:?}|{responses:?}|{tail:?}",
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{requests:?}|{responses:?}|{deltas:?}|{tail:?}",
             p.session_id(),
             p.saw_result(),
             p.is_error(),
@@ -1719,6 +1824,9 @@ mod tests {
             r#"{"type":"stream_event","event":{"n":-1e999}}"#.into(),
             r#"{"type":"stream_event"} trailing"#.into(),
             r#"{"type":"stream_event","uuid":"u","event":{"a":[1,2.5,true,null,"\u00e9"]}}"#.into(),
+            r#"{"type":"stream_event","parent_tool_use_id":"t9","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"pi\u00e9ce"}}}"#.into(),
+            r#"{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"thinking_delta","thinking":"hm"}}}"#.into(),
+            r#"{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":7}}}"#.into(),
             // Duplicate and escaped keys, escaped text.
             r#"{"type":"user","type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"d\n\u00e9\"q\""}]}}"#.into(),
             r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"e"}]},"message":null}"#.into(),
@@ -1846,6 +1954,8 @@ mod tests {
             "--verbose",
             "--permission-mode",
             "plan",
+            "--setting-sources",
+            "user",
         ];
         let with = |extra: &[&str]| {
             let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
@@ -1880,7 +1990,7 @@ mod tests {
         assert_eq!(last, &prompt);
         assert!(last.starts_with(PLAN_PREAMBLE));
         assert!(!last.starts_with('-'));
-        assert_eq!(args.len(), 9);
+        assert_eq!(args.len(), 11);
         assert!(!args.iter().any(|a| a == "--dangerously-skip-permissions"));
         assert_eq!(args.iter().filter(|a| *a == "--permission-mode").count(), 1);
     }

@@ -14,18 +14,31 @@ use crate::store::Store;
 
 /// The oldest version of each CLI the adapter accepts. The stream formats were recorded from
 /// Claude Code 2.1.197, OpenCode 1.18.33 and Codex 0.171.0 (`tests/realcli` pins those);
-/// older versions were not checked, so the floors are the major lines those formats belong
-/// to: OpenCode 1.x (`run --format json` with whole `part` events), Codex from 0.100
-/// (`exec --json` with `thread.*` / `item.*` events, `exec resume`, `-` for the prompt). The
-/// Codex feature switches are passed as `-c features.…=false`, which a Codex without that
+/// older versions were not checked, so the floors are the lines those formats belong to:
+/// OpenCode from 1.2 (`serve` with the `question` tool and `message.part.delta`, which 1.2
+/// introduced; before it, text changes came as whole parts). Codex's floor is the
+/// recorded version itself: planwire drives its `app-server` v2 protocol in the experimental
+/// plan collaboration mode (`turn/start` `collaborationMode`, `item/tool/requestUserInput`,
+/// `thread/resume` `excludeTurns`, `optOutNotificationMethods`), which changed often before.
+/// The Codex feature switches are passed as `-c features.…=false`, which a Codex without that
 /// feature ignores (where `--disable` would fail with "Unknown feature flag").
 fn minimum(tool: Tool) -> Option<(u64, u64, u64)> {
     match tool {
         Tool::Claude => Some((2, 0, 0)),
-        Tool::OpenCode => Some((1, 0, 0)),
-        Tool::Codex => Some((0, 100, 0)),
-        Tool::Script => None,
+        Tool::OpenCode => Some((1, 2, 0)),
+        Tool::Codex => Some((0, 171, 0)),
+        Tool::Script | Tool::Acp(_) => None,
     }
+}
+
+/// The versions planwire supports, in words (`2.0.0 or newer`).
+pub fn supported_range(tool: Tool) -> Option<String> {
+    minimum(tool).map(|(a, b, c)| format!("{} {a}.{b}.{c} or newer", tool.name()))
+}
+
+/// The major version in a `--version` line.
+pub fn major(text: &str) -> Option<u64> {
+    parse_version(text).map(|(major, _, _)| major)
 }
 
 fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
@@ -121,9 +134,10 @@ pub async fn detect(tool: Tool, config: &Config, store: Option<&Store>) -> Plann
         Some(tool.install_hint().to_owned())
     } else if !supported {
         Some(format!(
-            "{} {} is older than the oldest supported version",
+            "{} {} is older than the oldest supported version: planwire needs {}",
             tool.name(),
-            version.as_deref().unwrap_or("?")
+            version.as_deref().unwrap_or("?"),
+            supported_range(tool).unwrap_or_default()
         ))
     } else {
         // Usable, but something it needs is missing (OpenCode without `rg`).
@@ -144,6 +158,10 @@ pub async fn detect_all(config: &Config, store: Option<&Store>) -> Vec<PlannerIn
     for tool in Tool::ALL {
         out.push(detect(tool, config, store).await);
     }
+    // The configured ACP agents, and the presets found on this machine.
+    for name in super::acp::listed(config) {
+        out.push(detect(Tool::Acp(name), config, store).await);
+    }
     out
 }
 
@@ -159,7 +177,9 @@ mod tests {
         assert!(!supported(Tool::Claude, Some("1.0.3 (Claude Code)")));
         assert!(supported(Tool::OpenCode, Some("1.18.33")));
         assert!(!supported(Tool::OpenCode, Some("0.15.8")));
+        assert!(!supported(Tool::OpenCode, Some("1.1.65")));
         assert!(supported(Tool::Codex, Some("codex-cli 0.171.0")));
         assert!(!supported(Tool::Codex, Some("codex-cli 0.46.0")));
+        assert!(!supported(Tool::Codex, Some("codex-cli 0.170.2")));
     }
 }

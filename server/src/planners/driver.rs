@@ -55,11 +55,7 @@ pub enum Report {
     End(PassEnd),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeltaKind {
-    Text,
-    Reasoning,
-}
+pub use planwire_protocol::DeltaKind;
 
 /// The person's reply to an [`Report::Ask`].
 #[derive(Debug, Clone)]
@@ -118,8 +114,12 @@ pub struct PassEnd {
     pub stderr_tail: String,
     /// The text of the final answer (where the plan is looked for first).
     pub final_text: String,
-    /// The main agent's text, as far as plan extraction needs it (bounded).
+    /// The main agent's text, as far back as [`TEXT_TAIL`](super::TEXT_TAIL) (where the plan
+    /// is looked for after the final answer).
     pub all_text: String,
+    /// Older main-agent text than `all_text` holds was let go (it is in the store, as the
+    /// run's `text` events, and the plan is looked for there too).
+    pub text_dropped: bool,
     /// The provider session the pass used or created.
     pub session_id: Option<String>,
     /// The planner's own error, when it reported one.
@@ -130,12 +130,58 @@ pub struct PassEnd {
     pub session_not_found: bool,
 }
 
-/// The ends of a driver's channels to its run.
+/// A driver's way to report to its run (the run tells its passes apart by `pass`).
+#[derive(Clone)]
+pub struct Reporter {
+    tx: mpsc::Sender<(u32, Report)>,
+    pass: u32,
+}
+
+impl Reporter {
+    pub fn new(tx: mpsc::Sender<(u32, Report)>, pass: u32) -> Reporter {
+        Reporter { tx, pass }
+    }
+
+    /// Waits while the run is behind; fails only when the run is gone.
+    pub async fn send(&self, report: Report) -> Result<(), Report> {
+        self.tx.send((self.pass, report)).await.map_err(|e| e.0 .1)
+    }
+}
+
+/// The ends of a driver's channels to its run. Commands are few (a stop, one answer per
+/// question) and never wait; reports are bounded.
 pub struct PassIo {
-    pub reports: mpsc::Sender<Report>,
-    pub commands: mpsc::Receiver<Command>,
+    pub reports: Reporter,
+    pub commands: mpsc::UnboundedReceiver<Command>,
     /// SIGTERM → SIGKILL grace of a stop.
     pub grace: Duration,
+}
+
+/// What the agent reads when the person declined to answer.
+pub const DECLINED: &str = "The user declined to answer. Continue on your stated assumptions, and list those \
+assumptions as open questions in the plan.";
+
+/// One answer as the text a model reads: the chosen labels, then any free text.
+pub fn answer_text(answer: &Answer) -> String {
+    answer_parts(answer).join(", ")
+}
+
+/// One answer's parts: the chosen labels, then the free text when there is some.
+pub fn answer_parts(answer: &Answer) -> Vec<String> {
+    let mut parts = answer.selected.clone();
+    if let Some(other) = answer.other.as_deref().filter(|o| !o.trim().is_empty()) {
+        parts.push(other.trim().to_owned());
+    }
+    parts
+}
+
+/// Question/answer pairs as text, in item order.
+pub fn answer_pairs(items: &[QuestionItem], answers: &[Answer]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .zip(answers)
+        .map(|(i, a)| (i.question.clone(), answer_text(a)))
+        .collect()
 }
 
 /// A driver: runs as its own task once its process has started.
@@ -168,4 +214,7 @@ pub struct PassRequest {
     /// Directories the planner may be served reads of (the root and linked roots), for
     /// channels where planwire serves file reads (ACP `fs/read_text_file`).
     pub read_roots: Vec<std::path::PathBuf>,
+    /// planwire's OS sandbox holds the pass (a CLI whose own sandbox cannot nest inside it,
+    /// such as Codex's, then turns its own off: see `codex::inner_sandbox`).
+    pub outer_sandbox: bool,
 }

@@ -5,15 +5,22 @@
 //!   the prompt never passes through a shell and can never be read as a flag;
 //! - parse: a stateful [`LineParser`] from the CLI's stream to normalized events.
 //!
+//! `handoff` is the one exception to plan mode: the command of an interactive implementation
+//! session, which planwire hands to the editor and never runs itself.
+//!
 //! An adapter knows a CLI's argv and line format and nothing else. What the parsers share
 //! (the frame of `parse_line`, held text, subagent bookkeeping, summaries, raw lines, API
 //! error classes) is in the helpers at the end of this file.
 
+pub mod acp;
 pub mod claude;
 pub mod codex;
 pub mod detect;
 pub mod driver;
+pub mod handoff;
 pub mod initiative;
+pub mod instructions;
+pub mod lines;
 pub mod opencode;
 pub mod plan;
 pub mod prompt;
@@ -90,6 +97,11 @@ pub trait LineParser: Send + Sync {
     fn take_control_requests(&mut self) -> Vec<claude::ControlRequest> {
         Vec::new()
     }
+    /// Live pieces of text or reasoning seen since the last call, in order: `(agent key,
+    /// kind, piece)`. Never stored; the closing event is.
+    fn take_deltas(&mut self) -> Vec<(Option<String>, driver::DeltaKind, String)> {
+        Vec::new()
+    }
     /// The CLI printed its final line (after which an open stdin is closed).
     fn saw_result(&self) -> bool {
         false
@@ -113,6 +125,9 @@ pub enum Tool {
     OpenCode,
     Codex,
     Script,
+    /// An ACP agent, `acp:<name>`: a preset or a configured agent (see [`acp`]). The name is
+    /// interned, so a tool stays `Copy` and names itself with a `&'static str`.
+    Acp(acp::AcpName),
 }
 
 impl Tool {
@@ -124,7 +139,7 @@ impl Tool {
             "opencode" => Some(Tool::OpenCode),
             "codex" => Some(Tool::Codex),
             "script" => Some(Tool::Script),
-            _ => None,
+            _ => name.strip_prefix("acp:").and_then(acp::AcpName::intern).map(Tool::Acp),
         }
     }
 
@@ -134,6 +149,7 @@ impl Tool {
             Tool::OpenCode => "opencode",
             Tool::Codex => "codex",
             Tool::Script => "script",
+            Tool::Acp(name) => name.tool_name(),
         }
     }
 
@@ -144,6 +160,7 @@ impl Tool {
             Tool::OpenCode => "opencode",
             Tool::Codex => "codex",
             Tool::Script => "planwire",
+            Tool::Acp(name) => name.agent(),
         }
     }
 
@@ -154,14 +171,19 @@ impl Tool {
             Tool::OpenCode => "install OpenCode: npm install -g opencode-ai, and put ripgrep (`rg`) on PATH: its grep and glob tools need it (or set initializationOptions.planners.opencode.path)",
             Tool::Codex => "install Codex: npm install -g @openai/codex (or set initializationOptions.planners.codex.path)",
             Tool::Script => "the script planner is built in",
+            Tool::Acp(name) => name.install_hint(),
         }
     }
 
+    /// The line parser of a tool whose channel is lines on stdout: Claude Code and the
+    /// `script` planner. (OpenCode's server is driven over HTTP, Codex's app-server and ACP
+    /// agents over JSON-RPC: their drivers never read lines.)
     pub fn parser(self) -> Box<dyn LineParser> {
         match self {
             Tool::Claude | Tool::Script => Box::new(claude::ClaudeParser::new()),
-            Tool::OpenCode => Box::new(opencode::OpenCodeParser::new()),
-            Tool::Codex => Box::new(codex::CodexParser::new()),
+            Tool::OpenCode | Tool::Codex | Tool::Acp(_) => {
+                unreachable!("{} is not driven by lines", self.name())
+            }
         }
     }
 }
@@ -177,8 +199,10 @@ impl Tool {
 /// package installed next to it is used instead ([`native_binary`]); when there is none, the
 /// launcher itself.
 pub fn locate(tool: Tool, config: &Config) -> Option<PathBuf> {
-    if tool == Tool::Script {
-        return current_exe();
+    match tool {
+        Tool::Script => return current_exe(),
+        Tool::Acp(name) => return acp::locate(name, config),
+        _ => {}
     }
     let found = if let Some(p) = config.planner_paths.get(tool.name()) {
         is_executable(p).then(|| p.clone())?
@@ -211,12 +235,7 @@ pub fn missing_requirement(tool: Tool) -> Option<&'static str> {
     )
 }
 
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
+use crate::util::is_executable;
 
 /// True for an ELF or Mach-O file (false for a script, a placeholder or an unreadable file).
 fn is_native(p: &Path) -> bool {
@@ -332,113 +351,101 @@ fn current_exe() -> Option<PathBuf> {
     }
 }
 
-/// What one run asks of its planner.
-pub struct Launch {
-    /// Arguments after the program (the prompt included).
-    pub args: Vec<String>,
-    /// The same without the prompt text, as recorded on the run.
-    pub recorded_args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    /// Written to the child's stdin (else stdin is /dev/null)…
-    pub stdin: Option<String>,
-    /// …which is then closed, unless the CLI talks on it (Claude's stream-json input): then
-    /// it stays open for answers until the CLI's final `result` line.
-    pub keep_stdin_open: bool,
-}
-
-pub struct LaunchRequest<'a> {
-    pub prompt: &'a str,
-    pub model: Option<&'a str>,
-    /// Continue this provider session.
-    pub resume: Option<&'a str>,
-}
-
-/// What some CLIs take beyond a [`LaunchRequest`]; see [`launch_with`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LaunchOptions<'a> {
-    /// The ticket's variant: OpenCode `--variant` (reasoning effort as the provider names
-    /// it); Codex `-c model_reasoning_effort=…`. Ignored by Claude Code.
-    pub variant: Option<&'a str>,
-    /// The ticket's title: OpenCode `--title`, which also saves it an extra model request
-    /// (the title generator). Without one, OpenCode gets a fixed title.
-    pub title: Option<&'a str>,
-}
-
-pub fn launch(tool: Tool, req: &LaunchRequest) -> Launch {
-    launch_with(tool, req, &LaunchOptions::default())
-}
-
-pub fn launch_with(tool: Tool, req: &LaunchRequest, opts: &LaunchOptions) -> Launch {
-    match tool {
+/// Prepares one pass of `tool` (found at `program`): the process to start and its driver.
+/// The prompt never passes through a shell and can never be read as a flag: it travels on
+/// stdin (or over the planner's own channel), never in argv.
+pub fn prepare(tool: Tool, program: &Path, req: &driver::PassRequest, config: &Config) -> driver::Prepared {
+    let (args, env, opening, interactive) = match tool {
+        Tool::Acp(name) => return acp::prepare(name, program, req, config),
+        // Its own server per pass, driven over HTTP: the prompt is a call, not stdin.
+        Tool::OpenCode => return opencode::prepare(program, req),
+        // JSON-RPC on stdio (`codex app-server`): its own driver.
+        Tool::Codex => return codex::prepare(program, req),
         Tool::Claude => {
             // Bidirectional mode: the prompt travels on stdin, never in argv.
-            let args = claude::interactive_argv(req.model, req.resume);
-            Launch {
-                recorded_args: args.clone(),
+            let args = claude::interactive_argv(req.model.as_deref(), req.resume.as_deref());
+            let env = claude::env().into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+            (
                 args,
-                env: claude::env().into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-                stdin: Some(claude::interactive_opening(req.prompt).join("\n") + "\n"),
-                keep_stdin_open: true,
-            }
-        }
-        Tool::OpenCode => {
-            // The prompt goes on stdin (an argument with spaces arrives wrapped in quotes).
-            let args = opencode::argv(req.model, req.resume, opts.variant, opts.title);
-            let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
-            Launch {
-                recorded_args: args.clone(),
-                args,
-                env: opencode::env(inherited.as_deref()),
-                stdin: Some(req.prompt.to_owned()),
-                keep_stdin_open: false,
-            }
-        }
-        Tool::Codex => {
-            // `-` reads the prompt from stdin, which the runner closes after writing it.
-            let args = codex::argv(req.model, req.resume, opts.variant);
-            Launch {
-                recorded_args: args.clone(),
-                args,
-                env: codex::env(),
-                stdin: Some(req.prompt.to_owned()),
-                keep_stdin_open: false,
-            }
+                env,
+                Some(claude::interactive_opening(&req.prompt).join("\n") + "\n"),
+                true,
+            )
         }
         Tool::Script => {
-            let script = req.model.unwrap_or("demo").to_owned();
+            let script = req.model.clone().unwrap_or_else(|| "demo".into());
             // A script recorded in Claude's bidirectional mode talks on stdin like Claude.
             let interactive = script::is_interactive(&script);
-            let args = vec!["replay".to_owned(), script];
-            Launch {
-                recorded_args: args.clone(),
-                args,
-                env: Vec::new(),
-                stdin: interactive.then(|| claude::interactive_opening(req.prompt).join("\n") + "\n"),
-                keep_stdin_open: interactive,
-            }
+            let opening = interactive.then(|| claude::interactive_opening(&req.prompt).join("\n") + "\n");
+            (vec!["replay".to_owned(), script], Vec::new(), opening, interactive)
         }
+    };
+    driver::Prepared {
+        recorded_args: args.clone(),
+        spawn: crate::supervisor::SpawnSpec {
+            program: program.to_owned(),
+            args,
+            cwd: req.root.clone(),
+            env,
+            stdin_pipe: opening.is_some(),
+            sandbox: None,
+        },
+        driver: Box::new(lines::LinesDriver {
+            parser: tool.parser(),
+            opening,
+            interactive,
+        }),
     }
+}
+
+/// The `raw` event for a stdout line longer than the supervisor keeps: its head, and its size.
+pub(crate) fn truncated_line_event(head: &str, len: usize) -> ParsedEvent {
+    let max = 64 * 1024;
+    let mut cut = head.len().min(max);
+    while !head.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let line = format!("{}… [truncated: the line was {len} bytes]", &head[..cut]);
+    ParsedEvent::main(EventBody::Raw { line })
 }
 
 // Helpers shared by the adapters.
 
 /// The frame of every adapter's `parse_line`: the line loses its terminator; a blank line
-/// gives nothing; a line that is not JSON is a `raw` event, and so is one that `on_value`
-/// (given the JSON value and the line) does not recognize, after whatever it emitted.
+/// gives nothing; each JSON value on the line — a CLI may print several objects on one
+/// line — goes to `on_value` in order, with its own text, and becomes a `raw` event after
+/// whatever it emitted when `on_value` does not recognize it; what is left over once no
+/// more JSON can be read (a line that is not JSON at all, or trailing garbage) is `raw`.
 pub(crate) fn parse_json_line(
     line: &str,
-    on_value: impl FnOnce(&Value, &str, &mut Vec<ParsedEvent>) -> bool,
+    mut on_value: impl FnMut(&Value, &str, &mut Vec<ParsedEvent>) -> bool,
 ) -> Vec<ParsedEvent> {
     let line = line.trim_end_matches(['\r', '\n']);
     if line.trim().is_empty() {
         return Vec::new();
     }
-    let Ok(value) = serde_json::from_str::<Value>(line) else {
-        return vec![raw_event(line)];
-    };
     let mut out = Vec::new();
-    if !on_value(&value, line, &mut out) {
-        out.push(raw_event(line));
+    let mut values = serde_json::Deserializer::from_str(line).into_iter::<Value>();
+    let mut start = 0;
+    loop {
+        match values.next() {
+            Some(Ok(value)) => {
+                let end = values.byte_offset();
+                let text = line[start..end].trim();
+                if !on_value(&value, text, &mut out) {
+                    out.push(raw_event(text));
+                }
+                start = end;
+            }
+            None => break,
+            Some(Err(_)) => {
+                let rest = line[start..].trim();
+                if !rest.is_empty() {
+                    out.push(raw_event(rest));
+                }
+                break;
+            }
+        }
     }
     out
 }
@@ -992,36 +999,20 @@ mod tests {
     }
 
     #[test]
-    fn every_parser_keeps_a_bounded_tail_of_a_long_stream() {
+    fn claudes_parser_keeps_a_bounded_tail_of_a_long_stream() {
+        // The other adapters' mappers keep the same `TextTail` (their own tests, and the fuzz
+        // targets, check the bound).
         let block = "z".repeat(1000);
-        let lines = [
-            (
-                Tool::Claude,
-                format!(
-                    r#"{{"type":"assistant","message":{{"id":"m@","content":[{{"type":"text","text":"{block}"}}]}},"parent_tool_use_id":null}}"#
-                ),
-            ),
-            (
-                Tool::Codex,
-                format!(r#"{{"type":"item.completed","item":{{"id":"i@","type":"agent_message","text":"{block}"}}}}"#),
-            ),
-            (
-                Tool::OpenCode,
-                format!(r#"{{"type":"text","sessionID":"s","part":{{"id":"p@","type":"text","text":"{block}"}}}}"#),
-            ),
-        ];
-        for (tool, line) in lines {
-            let mut p = tool.parser();
-            for i in 0..3000 {
-                p.parse_line(&line.replace('@', &i.to_string()));
-                if tool == Tool::OpenCode && i % 10 == 9 {
-                    p.parse_line(r#"{"type":"step_start","sessionID":"s","part":{"type":"step-start"}}"#);
-                }
-            }
-            p.finish();
-            assert!(p.all_text().len() <= TEXT_TAIL, "{tool:?}: {}", p.all_text().len());
-            assert!(p.text_dropped(), "{tool:?}");
+        let line = format!(
+            r#"{{"type":"assistant","message":{{"id":"m@","content":[{{"type":"text","text":"{block}"}}]}},"parent_tool_use_id":null}}"#
+        );
+        let mut p = Tool::Claude.parser();
+        for i in 0..3000 {
+            p.parse_line(&line.replace('@', &i.to_string()));
         }
+        p.finish();
+        assert!(p.all_text().len() <= TEXT_TAIL, "{}", p.all_text().len());
+        assert!(p.text_dropped());
     }
 
     use super::*;
@@ -1037,19 +1028,41 @@ mod tests {
     }
 
     #[test]
-    fn prompt_goes_on_stdin_for_opencode_and_codex() {
-        let prompt = "Plan the ticket below. --dangerously-skip-permissions";
-        let req = LaunchRequest {
-            prompt,
-            model: Some("p/m"),
-            resume: None,
+    fn the_prompt_never_reaches_argv() {
+        let req = driver::PassRequest {
+            prompt: "Plan the ticket below. --dangerously-skip-permissions".into(),
+            model: Some("p/m".into()),
+            ..Default::default()
         };
-        for tool in [Tool::OpenCode, Tool::Codex] {
-            let l = launch(tool, &req);
-            assert_eq!(l.stdin.as_deref(), Some(prompt), "{tool:?}");
-            assert!(!l.args.iter().any(|a| a.contains("Plan the ticket")), "{tool:?}");
-            assert_eq!(l.args, l.recorded_args, "{tool:?}");
+        for tool in [Tool::Claude, Tool::OpenCode, Tool::Codex] {
+            let config = Config::from_options(&Default::default());
+            let p = prepare(tool, Path::new("/bin/true"), &req, &config);
+            // OpenCode's prompt is an HTTP call to its server.
+            assert_eq!(
+                p.spawn.stdin_pipe,
+                tool != Tool::OpenCode,
+                "{tool:?}: the prompt goes on stdin"
+            );
+            assert!(!p.spawn.args.iter().any(|a| a.contains("Plan the ticket")), "{tool:?}");
+            assert_eq!(p.spawn.args, p.recorded_args, "{tool:?}");
         }
+    }
+
+    #[test]
+    fn several_json_objects_on_one_line_are_parsed_in_order_and_only_the_rest_is_raw() {
+        let mut p = claude::ClaudeParser::new();
+        let line = concat!(
+            r#"{"type":"system","subtype":"init","session_id":"s1","tools":[]}"#,
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"one"}]}} "#,
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"one","usage":{}}"#,
+            r#" trailing {"#
+        );
+        let events = p.parse_line(line);
+        let kinds: Vec<&str> = events.iter().map(|e| e.body.kind()).collect();
+        assert_eq!(kinds, ["session", "text", "usage", "raw"], "{events:?}");
+        assert!(matches!(&events[1].body, EventBody::Text { text, is_final: true } if text == "one"));
+        assert!(matches!(&events[3].body, EventBody::Raw { line } if line == "trailing {"));
+        assert_eq!(p.final_text(), "one");
     }
 
     #[test]

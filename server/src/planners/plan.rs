@@ -87,6 +87,62 @@ pub fn plan_markdown(plan: &Plan) -> String {
     out
 }
 
+/// Which plan a [`plan_document`] is, for its footer.
+pub struct DocumentOf<'a> {
+    pub ticket_id: i64,
+    pub ticket_title: &'a str,
+    pub version: u32,
+    pub created_at: &'a str,
+}
+
+/// A plan as a file for a repository (`planwire/exportPlan`, and the hand-off's prompt file):
+/// the title, the description, the acceptance criteria as a checklist, the open questions and
+/// the dependencies, and a footer naming the ticket and the version.
+pub fn plan_document(plan: &Plan, of: &DocumentOf) -> String {
+    let mut out = format!("# {}\n\n{}\n", one_line(&plan.title), plan.description.trim());
+    for (heading, marker, items) in [
+        ("Acceptance criteria", "- [ ] ", &plan.acceptance_criteria),
+        ("Open questions", "- ", &plan.open_questions),
+        ("Dependencies", "- ", &plan.dependencies),
+    ] {
+        if !items.is_empty() {
+            out.push_str(&format!("\n## {heading}\n\n"));
+            for item in items {
+                out.push_str(&list_item(marker, item));
+            }
+        }
+    }
+    out.push_str(&format!(
+        "\n---\n\nPlan version {} of planwire ticket {} ({}), {}.\n",
+        of.version,
+        of.ticket_id,
+        one_line(of.ticket_title),
+        of.created_at
+    ));
+    out
+}
+
+/// A list item whose later lines are indented under its marker, so it stays one item.
+fn list_item(marker: &str, text: &str) -> String {
+    let indent = " ".repeat(marker.len());
+    let mut out = String::from(marker);
+    for (i, line) in text.trim().lines().enumerate() {
+        if i > 0 {
+            out.push('\n');
+            if !line.trim().is_empty() {
+                out.push_str(&indent);
+            }
+        }
+        out.push_str(line.trim_end());
+    }
+    out.push('\n');
+    out
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The inner text of every tagged block, in order. An unclosed final tag runs to the end.
 fn tagged_blocks(text: &str) -> Vec<&str> {
     blocks_between(text, OPEN, CLOSE)
@@ -280,6 +336,30 @@ fn item_text(item: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_document_has_a_checklist_and_a_footer() {
+        let plan = Plan {
+            title: "Change\nthe greeting".into(),
+            description: "## Context\nmain prints hello.\n".into(),
+            acceptance_criteria: vec!["`cargo run` prints hi".into(), "two\nlines".into()],
+            open_questions: vec!["Which greeting?".into()],
+            dependencies: Vec::new(),
+            memory_suggestions: vec!["not exported".into()],
+        };
+        let of = DocumentOf {
+            ticket_id: 7,
+            ticket_title: "Greeting",
+            version: 2,
+            created_at: "2026-11-30T11:43:13.117Z",
+        };
+        assert_eq!(
+            plan_document(&plan, &of),
+            "# Change the greeting\n\n## Context\nmain prints hello.\n\n## Acceptance criteria\n\n\
+             - [ ] `cargo run` prints hi\n- [ ] two\n      lines\n\n## Open questions\n\n- Which greeting?\n\n\
+             ---\n\nPlan version 2 of planwire ticket 7 (Greeting), 2026-11-30T11:43:13.117Z.\n"
+        );
+    }
+
     use super::*;
 
     const FULL: &str = r###"{"title": "Change greeting", "description": "## Context\nThe greeting lives in src/main.rs.\n\n## Steps\n1. Edit it.", "acceptanceCriteria": ["prints Hi"], "openQuestions": [], "dependencies": []}"###;

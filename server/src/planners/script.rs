@@ -7,7 +7,8 @@
 //! stderr; `{"sleepMs": N}`; `{"spawn": [ARGV…]}` starts a grandchild (for kill tests);
 //! `{"exit": CODE}`; `{"awaitStdin": TYPE}` reads stdin lines until one whose `type` is TYPE
 //! (e.g. `control_response`), copying each line to the file named by
-//! `PLANWIRE_REPLAY_STDIN_LOG` when set. An optional first line `{"format": "claude"}` names
+//! `PLANWIRE_REPLAY_STDIN_LOG` when set; `{"awaitFile": PATH}` waits until PATH exists (a gate a
+//! test opens when it has looked at the run mid-stream). An optional first line `{"format": "claude"}` names
 //! the parser; `"interactive": true` there makes planwire talk to the script on stdin, as to
 //! Claude Code in its bidirectional mode.
 //!
@@ -96,6 +97,7 @@ struct Directive {
     spawn: Option<Vec<String>>,
     exit: Option<i32>,
     await_stdin: Option<String>,
+    await_file: Option<String>,
     at_ms: Option<u64>,
     stamp: Option<String>,
     repeat: Option<u64>,
@@ -179,7 +181,7 @@ pub fn replay(name_or_path: &str) -> i32 {
                 return 2;
             }
         };
-        let waits = d.delay_ms > 0 || d.sleep_ms.is_some() || d.at_ms.is_some();
+        let waits = d.delay_ms > 0 || d.sleep_ms.is_some() || d.at_ms.is_some() || d.await_file.is_some();
         if waits && stdout.flush().is_err() {
             return 141; // the reader is gone
         }
@@ -191,6 +193,11 @@ pub fn replay(name_or_path: &str) -> i32 {
         }
         if let Some(at) = d.at_ms.map(Duration::from_millis) {
             std::thread::sleep(at.saturating_sub(started.elapsed()));
+        }
+        if let Some(path) = d.await_file {
+            while !std::path::Path::new(&path).exists() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
         if let Some(mut out) = d.out {
             if let Some(token) = d.stamp.filter(|t| !t.is_empty()) {

@@ -10,20 +10,25 @@ use std::sync::Arc;
 use planwire_protocol::{BreakdownParams, ErrorKind, EventBody, Failure, RunId, RunStatus, TicketId};
 
 use super::outcome::{decide, failed_ending, Facts, How};
-use super::pass::PassSpec;
-use super::{close, notify_changed, notify_ticket, planner_program, store_error, Control, Driver, RunSpec};
+use super::pass::{Ended as PassEnded, PassId, PassSpec};
+use super::{close, notify_changed, notify_ticket, planner_program, store_error, Run, RunSpec};
+use crate::context::Workdir;
 use crate::handlers::create_ticket::{check_root, check_tool};
 use crate::planners::initiative::{
     expansion_prompt, outline_prompt, parse_expansion, parse_outline, repair_prompt, validate_graph, OutlineTicket,
 };
-use crate::planners::ParsedEvent;
+use crate::planners::prompt::PromptSettings;
 use crate::session::Session;
 use crate::store::tickets::NewTicket;
 use crate::store::{links, runs, tickets, transcript};
-use crate::supervisor::Supervised;
 use crate::transport::ResponseError;
 
-pub(crate) async fn start_breakdown(s: &Arc<Session>, p: BreakdownParams) -> Result<RunId, ResponseError> {
+/// Starts a breakdown of `p.root` with the project's prompt `settings` (the handler reads them).
+pub(crate) async fn start_breakdown(
+    s: &Arc<Session>,
+    p: BreakdownParams,
+    settings: PromptSettings,
+) -> Result<RunId, ResponseError> {
     let root = check_root(&p.root)?;
     let tool = check_tool(p.tool.as_deref().unwrap_or(&s.config.default_tool))?;
     let program = planner_program(s, tool, p.model.as_deref())?;
@@ -37,6 +42,8 @@ pub(crate) async fn start_breakdown(s: &Arc<Session>, p: BreakdownParams) -> Res
         fresh_reason: None,
         fresh_prompt: None,
         supersede_questions: false,
+        workdir: Workdir::root(&root),
+        settings,
     };
     let (owner, r, m, v, initiative) = (
         s.owner,
@@ -53,8 +60,8 @@ pub(crate) async fn start_breakdown(s: &Arc<Session>, p: BreakdownParams) -> Res
         })
         .await
         .map_err(store_error)?;
-    let mut d = Driver::new(s, run_id, None, &root, "Breakdown", &spec, program);
-    let outline = outline_prompt(&p.description, None);
+    let mut run = Run::new(s, run_id, None, &root, "Breakdown", &spec, program);
+    let outline = outline_prompt(&p.description, None, &spec.settings);
     let first = if links.is_empty() {
         PassSpec {
             root: &root,
@@ -64,15 +71,15 @@ pub(crate) async fn start_breakdown(s: &Arc<Session>, p: BreakdownParams) -> Res
             sets_session: false,
         }
     } else {
-        PassSpec::selection(&root, &p.description, &links)
+        PassSpec::selection(&root, &p.description, &links, &spec.settings)
     };
-    let (child, ctl) = d.begin(first).await?;
+    let first = run.begin(first).await?;
     let job = Job {
         description: p.description,
         has_links: !links.is_empty(),
         links,
     };
-    tokio::spawn(d.run_breakdown(child, ctl, job));
+    tokio::spawn(run.run_breakdown(first, job));
     Ok(run_id)
 }
 
@@ -89,20 +96,21 @@ enum Ended {
     Failed(Failure),
 }
 
-impl Driver {
-    async fn run_breakdown(mut self, first: Supervised, mut ctl: Control, job: Job) {
-        let ended = self.breakdown(first, &mut ctl, &job).await;
-        self.finish_breakdown(ended, ctl).await;
+impl Run {
+    async fn run_breakdown(mut self, first: PassId, job: Job) {
+        let ended = self.breakdown(first, &job).await;
+        self.finish_breakdown(ended).await;
     }
 
-    async fn breakdown(&mut self, first: Supervised, ctl: &mut Control, job: &Job) -> Ended {
+    async fn breakdown(&mut self, first: PassId, job: &Job) -> Ended {
         let root = self.root.clone();
-        let outline_child = if job.has_links {
-            let context = match self.research(first, ctl, &job.links).await {
+        let first = self.wait(first).await;
+        let outline = if job.has_links {
+            let context = match self.research(first, &job.links).await {
                 Ok(c) => c,
-                Err((how, tail)) => return self.pass_failed(how, &tail).await,
+                Err(ended) => return self.pass_failed(ended).await,
             };
-            let prompt = outline_prompt(&job.description, context.as_deref());
+            let prompt = outline_prompt(&job.description, context.as_deref(), &self.settings);
             let spec = PassSpec {
                 root: &root,
                 prompt: prompt.into(),
@@ -110,51 +118,40 @@ impl Driver {
                 label: Some("Outline".into()),
                 sets_session: false,
             };
-            match self.spawn_pass(spec).await {
-                Ok(c) => c,
-                Err(m) => {
-                    return Ended::Failed(Failure {
-                        code: "spawn_failed".into(),
-                        message: m,
-                    })
-                }
+            match self.run_pass(spec).await {
+                Ok(ended) => ended,
+                Err(m) => return spawn_failed(m),
             }
         } else {
             first
         };
-        let (how, tail) = self.run_pass(outline_child, ctl).await;
-        self.end_pass(how.agent_status()).await;
-        if !how.succeeded() {
-            return self.pass_failed(how, &tail).await;
+        self.end_pass(&outline, outline.agent_status()).await;
+        if !outline.succeeded() {
+            return self.pass_failed(outline).await;
         }
-        let mut outline = parse_outline(&self.parser.all_text()).and_then(|o| validate_graph(&o).map(|_| o));
-        if let Err(problem) = &outline {
+        let mut session = outline.end.session_id.clone();
+        let mut parsed = parse_outline(&outline.end.all_text).and_then(|o| validate_graph(&o).map(|_| o));
+        if let Err(problem) = &parsed {
             // One follow-up in the same session, naming the problem.
-            let session = self.parser.session_id();
             let spec = PassSpec {
                 root: &root,
-                prompt: repair_prompt(problem).into(),
+                prompt: repair_prompt(problem, &self.settings).into(),
                 resume: session.as_deref(),
                 label: Some("Outline repair".into()),
                 sets_session: false,
             };
-            let child = match self.spawn_pass(spec).await {
-                Ok(c) => c,
-                Err(m) => {
-                    return Ended::Failed(Failure {
-                        code: "spawn_failed".into(),
-                        message: m,
-                    })
-                }
+            let repaired = match self.run_pass(spec).await {
+                Ok(ended) => ended,
+                Err(m) => return spawn_failed(m),
             };
-            let (how, tail) = self.run_pass(child, ctl).await;
-            self.end_pass(how.agent_status()).await;
-            if !how.succeeded() {
-                return self.pass_failed(how, &tail).await;
+            self.end_pass(&repaired, repaired.agent_status()).await;
+            if !repaired.succeeded() {
+                return self.pass_failed(repaired).await;
             }
-            outline = parse_outline(&self.parser.all_text()).and_then(|o| validate_graph(&o).map(|_| o));
+            session = repaired.end.session_id.clone().or(session);
+            parsed = parse_outline(&repaired.end.all_text).and_then(|o| validate_graph(&o).map(|_| o));
         }
-        let outline = match outline {
+        let outline = match parsed {
             Ok(o) => o,
             Err(problem) => {
                 let message = format!("The outline is not a valid set of tickets: {problem}.");
@@ -164,29 +161,22 @@ impl Driver {
                 });
             }
         };
-        let session = self.parser.session_id();
         let spec = PassSpec {
             root: &root,
-            prompt: expansion_prompt().into(),
+            prompt: expansion_prompt(&self.settings).into(),
             resume: session.as_deref(),
             label: Some("Expansion".into()),
             sets_session: false,
         };
-        let child = match self.spawn_pass(spec).await {
-            Ok(c) => c,
-            Err(m) => {
-                return Ended::Failed(Failure {
-                    code: "spawn_failed".into(),
-                    message: m,
-                })
-            }
+        let expansion = match self.run_pass(spec).await {
+            Ok(ended) => ended,
+            Err(m) => return spawn_failed(m),
         };
-        let (how, tail) = self.run_pass(child, ctl).await;
-        self.end_pass(how.agent_status()).await;
-        if !how.succeeded() {
-            return self.pass_failed(how, &tail).await;
+        self.end_pass(&expansion, expansion.agent_status()).await;
+        if !expansion.succeeded() {
+            return self.pass_failed(expansion).await;
         }
-        match parse_expansion(&self.parser.all_text(), &outline) {
+        match parse_expansion(&expansion.end.all_text, &outline) {
             Ok(expanded) => self.create_tickets(&outline, expanded).await,
             Err(problem) => {
                 let message = format!("The expansion does not match the outline: {problem}.");
@@ -199,18 +189,16 @@ impl Driver {
     }
 
     /// How a pass that did not succeed ends the breakdown.
-    async fn pass_failed(&mut self, how: How, tail: &str) -> Ended {
-        if matches!(how, How::Stopped(_)) {
+    async fn pass_failed(&mut self, ended: PassEnded) -> Ended {
+        if ended.stopped() {
             return Ended::Stopped;
         }
         let facts = Facts {
             stop_requested: false,
-            stderr: tail,
-            plan_candidate: None,
             ticket_title: "",
             stored_plan: None,
         };
-        let (ending, _) = decide(how, self.parser.as_ref(), &facts);
+        let (ending, _) = decide(How::Ended(Box::new(ended)), &facts);
         match ending.status {
             RunStatus::Cancelled => Ended::Stopped,
             _ => Ended::Failed(ending.failure.unwrap_or(Failure {
@@ -266,8 +254,9 @@ impl Driver {
         }
     }
 
-    async fn finish_breakdown(mut self, ended: Ended, ctl: Control) {
+    async fn finish_breakdown(mut self, ended: Ended) {
         let run = self.run_id;
+        self.deltas.clear();
         // A run whose events could not all be stored is never completed.
         let ended = match self.storage_failure.clone() {
             Some(f) => Ended::Failed(f),
@@ -292,7 +281,7 @@ impl Driver {
                     error_kind: ErrorKind::Unknown,
                     message: f.message.clone(),
                 };
-                self.push(ParsedEvent::main(body)).await;
+                self.push(None, body).await;
                 self.flush().await;
                 (failed_ending(&f.code, f.message, None, None), Vec::new())
             }
@@ -318,6 +307,13 @@ impl Driver {
         }
         notify_changed(&self.s, None, run).await;
         self.progress.end("Breakdown ended");
-        close(ctl).await;
+        close(self.ctl).await;
     }
+}
+
+fn spawn_failed(message: String) -> Ended {
+    Ended::Failed(Failure {
+        code: "spawn_failed".into(),
+        message,
+    })
 }

@@ -6,19 +6,23 @@
 //! has seen is on disk. The run ends in exactly one recorded way: completed, failed (with a
 //! code), or cancelled; a sidecar that dies leaves it to the next one to mark interrupted.
 //!
-//! A run is one or more *passes*, each one planner process (`pass.rs`): a plan is one pass,
-//! or research passes in linked projects and then the plan (`research.rs`); a breakdown is
-//! an outline and an expansion pass in one provider session (`breakdown.rs`). All passes of
-//! a run share its transcript: one seq, no gaps, each pass its own agent run.
+//! A run is one or more *passes*, each one planner process driven by its adapter's driver
+//! task (`pass.rs`, `planners/driver.rs`): a plan is one pass, or research passes in linked
+//! projects (several at once) and then the plan (`research.rs`); a breakdown is an outline
+//! and an expansion pass in one provider session (`breakdown.rs`). All passes of a run share
+//! its transcript: one seq, no gaps, each pass its own agent run. Live text pieces go out as
+//! `planwire/delta` and are never stored (`deltas.rs`).
 
 mod breakdown;
+mod deltas;
 mod live;
 mod outcome;
 mod pass;
 mod research;
+mod sandboxed;
 
 pub(crate) use breakdown::start_breakdown;
-pub(crate) use live::answer_pairs;
+pub use deltas::OpenBlocks;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -29,26 +33,27 @@ use planwire_protocol::{
     AgentRunId, ErrorCode, EventBody, Failure, QuestionId, QuestionParams, RunChangedParams, RunId, SubagentPhase,
     Ticket, TicketChangedParams, TicketId, TranscriptEvent, TranscriptParams,
 };
-use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::planners::claude::ControlRequest;
-use crate::planners::{self, script, LineParser, ParsedEvent, Tool};
+use crate::context::Workdir;
+use crate::planners::driver::{AskId, Report};
+use crate::planners::prompt::{branch_note, PromptSettings};
+use crate::planners::{self, script, Tool};
 use crate::progress::Progress;
 use crate::session::{LiveAnswer, RunHandle, Session};
 use crate::store::{links, runs, tickets, transcript, StoreError};
-use crate::supervisor::{self, OutputLine};
+use crate::supervisor;
 use crate::transport::ResponseError;
 use crate::util::now;
 use outcome::{decide, record_end, Facts, How};
-use pass::PassSpec;
+use pass::{LivePass, PassId, PassSpec};
 
-/// Flush the batch at least this often…
-const FLUSH_EVERY: Duration = Duration::from_millis(50);
-/// …or once its oldest event is this old (a quiet stream is not held for a whole tick)…
+/// Flush the batch once its oldest event is this old (a quiet stream is not held)…
 const FLUSH_AGE: Duration = Duration::from_millis(20);
 /// …or once it holds this many events.
 const FLUSH_AT: usize = 256;
+/// Reports a run's passes may have on their way before a driver waits.
+const REPORTS: usize = 64;
 
 pub struct RunSpec {
     pub tool: Tool,
@@ -63,6 +68,12 @@ pub struct RunSpec {
     pub fresh_prompt: Option<String>,
     /// Set by `planwire/plan`: a new plan supersedes unanswered questions (an answer does not).
     pub supersede_questions: bool,
+    /// Where every pass of the plan runs (the ticket's branch, resolved before the run is
+    /// created), recorded on the run.
+    pub workdir: Workdir,
+    /// The project's prompt settings: the handler built the plan prompt with them, and the
+    /// research selection and research passes carry them too.
+    pub settings: PromptSettings,
 }
 
 pub fn store_error(e: StoreError) -> ResponseError {
@@ -96,6 +107,28 @@ pub fn planner_program(s: &Session, tool: Tool, model: Option<&str>) -> Result<P
     if tool == Tool::Script {
         script::check(model.unwrap_or("demo")).map_err(unavailable)?;
     }
+    // A CLI below the supported range is refused before anything runs (the version was read
+    // when the planners were detected, for this very binary).
+    let path = program.display().to_string();
+    let below = s
+        .planners
+        .lock()
+        .expect("planners")
+        .iter()
+        .find(|p| p.tool == tool.name() && p.path.as_deref() == Some(path.as_str()) && p.found && !p.supported)
+        .map(|p| p.version.clone().unwrap_or_default());
+    if let Some(version) = below {
+        let range = planners::detect::supported_range(tool).unwrap_or_default();
+        return Err(unavailable(format!(
+            "{} {version} at {path} is not supported: planwire needs {range}. Upgrade it: {}",
+            tool.name(),
+            tool.install_hint()
+        )));
+    }
+    // `required` without an OS sandbox refuses before anything is created.
+    if let Some(why) = crate::sandbox::refusal(s.config.sandbox) {
+        return Err(unavailable(why));
+    }
     Ok(program)
 }
 
@@ -122,6 +155,7 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
         resume_of: spec.resume.clone(),
         fresh_reason: spec.fresh_reason.clone(),
         supersede_questions: spec.supersede_questions,
+        cwd: spec.workdir.dir.clone(),
     };
     let owner = s.owner;
     let (run_id, leftovers) = s
@@ -140,10 +174,9 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
         .read(move |c| links::list(c, &root))
         .await
         .map_err(store_error)?;
-    let mut d = Driver::new(s, run_id, Some(ticket.id), &ticket.root, &ticket.title, &spec, program);
-    if let (Some(session), Tool::Codex) = (&spec.resume, tool) {
-        d.usage_baseline = usage_before(s, ticket.id, session).await;
-    }
+    // Every pass of the plan runs in its directory: the root, or the branch's worktree.
+    let dir = spec.workdir.dir.clone();
+    let mut run = Run::new(s, run_id, Some(ticket.id), &dir, &ticket.title, &spec, program);
     if let (Some(session), Some(prompt)) = (&spec.resume, &spec.fresh_prompt) {
         let fresh = RunSpec {
             tool,
@@ -155,27 +188,54 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
             fresh_reason: Some(format!("{} no longer knows session {session}", tool.name())),
             fresh_prompt: None,
             supersede_questions: false,
+            workdir: spec.workdir.clone(),
+            settings: spec.settings.clone(),
         };
-        d.fallback = Some((ticket.clone(), fresh));
+        run.fallback = Some((ticket.clone(), fresh));
+    }
+    let mut spec = spec;
+    if let Some(branch) = &spec.workdir.unchecked_branch {
+        // The plan runs in the root: the prompt names the branch, read through git.
+        let note = branch_note(branch);
+        for prompt in std::iter::once(&mut spec.prompt).chain(spec.fresh_prompt.as_mut()) {
+            prompt.push_str(&note);
+        }
+    }
+    if s.config.references {
+        let text = format!("{}\n{}", ticket.title, ticket.description);
+        match crate::context::references(&text, std::path::Path::new(&ticket.root)).await {
+            Ok(Some(block)) => {
+                for prompt in std::iter::once(&mut spec.prompt).chain(spec.fresh_prompt.as_mut()) {
+                    prompt.push_str("\n\n");
+                    prompt.push_str(&block);
+                }
+            }
+            Ok(None) => {}
+            Err(failure) => {
+                // The run fails before any planner starts, and says which link and why.
+                run.fail_before_start("reference_unavailable", &failure.message()).await;
+                return Ok(run_id);
+            }
+        }
     }
     let task = format!("Title: {}\n\n{}", ticket.title, ticket.description);
     // With linked projects the first pass chooses what to research; else it is the plan.
     let first = if links.is_empty() {
-        PassSpec::main(&ticket.root, &spec.prompt, spec.resume.as_deref())
+        PassSpec::main(&dir, &spec.prompt, spec.resume.as_deref())
     } else {
-        PassSpec::selection(&ticket.root, &task, &links)
+        PassSpec::selection(&dir, &task, &links, &spec.settings)
     };
-    let (child, ctl) = d.begin(first).await?;
+    let first = run.begin(first).await?;
     let job = research::PlanJob {
         prompt: spec.prompt,
         resume: spec.resume,
         links,
     };
-    tokio::spawn(d.run_plan(child, ctl, job));
+    tokio::spawn(run.run_plan(first, job));
     Ok(run_id)
 }
 
-fn cached_version(s: &Session, tool: Tool) -> Option<String> {
+pub(crate) fn cached_version(s: &Session, tool: Tool) -> Option<String> {
     let planners = s.planners.lock().expect("planners");
     planners
         .iter()
@@ -190,46 +250,52 @@ pub(crate) struct Control {
     waiters: Vec<oneshot::Sender<()>>,
 }
 
-pub(crate) struct Driver {
+/// One run: its transcript, its passes, and how it ends.
+pub(crate) struct Run {
     s: Arc<Session>,
     run_id: RunId,
     ticket_id: Option<TicketId>,
+    /// The directory the run's own passes run in: the project root, or the worktree where
+    /// the ticket's branch is checked out (linked research runs in each linked root).
     root: String,
     title: String,
+    /// The project's prompt settings, for the prompts the runner builds (research, breakdown).
+    settings: PromptSettings,
     tool: Tool,
     model: Option<String>,
     variant: Option<String>,
     program: PathBuf,
+    ctl: Control,
     // The run's transcript.
     pending: Vec<TranscriptEvent>,
+    /// When the oldest event of `pending` was born.
+    pending_since: Option<tokio::time::Instant>,
     next_seq: u64,
     agents: HashMap<String, AgentRunId>,
-    /// The agent key of the current pass, when it is one of several.
-    pass_agent: Option<(String, String)>,
-    passes: u32,
+    deltas: deltas::Deltas,
     started: Instant,
     first_output_ms: Option<i64>,
     first_final_ms: Option<i64>,
     progress: Progress,
-    // The current pass.
-    parser: Box<dyn LineParser>,
-    /// Claude's stream-json input, open until its final `result` line.
-    stdin: Option<ChildStdin>,
-    /// Live questions the CLI is waiting on, by question id.
-    live: HashMap<QuestionId, ControlRequest>,
-    /// A plan the agent offered through ExitPlanMode (which planwire always denies).
-    plan_candidate: Option<String>,
-    /// Session ids of this pass become the ticket's session (not those of research passes).
-    sets_session: bool,
-    /// Codex reports usage cumulative per thread: a resumed run subtracts what the thread had.
-    usage_baseline: Option<[u64; 4]>,
+    // Its passes.
+    passes_started: PassId,
+    passes: HashMap<PassId, LivePass>,
+    reports_tx: mpsc::Sender<(PassId, Report)>,
+    reports_rx: mpsc::Receiver<(PassId, Report)>,
+    limits: pass::Limits,
+    /// Set once a stop or a time limit stopped the passes; no pass starts after it.
+    stopping: Option<planners::driver::StopWhy>,
+    /// Live questions a pass waits on: question id → (pass, the driver's ask id).
+    live: HashMap<QuestionId, (PassId, AskId)>,
     /// A fresh start to fall back on when a resumed session turns out to be unknown.
     fallback: Option<(Ticket, RunSpec)>,
+    /// The sandbox state recorded on the run (again when a later pass differs).
+    sandbox_recorded: Option<planwire_protocol::SandboxState>,
     /// The store could not take a batch: the run ends there, failed with this.
     storage_failure: Option<Failure>,
 }
 
-impl Driver {
+impl Run {
     fn new(
         s: &Arc<Session>,
         run_id: RunId,
@@ -238,107 +304,85 @@ impl Driver {
         title: &str,
         spec: &RunSpec,
         program: PathBuf,
-    ) -> Driver {
+    ) -> Run {
         let progress = Progress::begin(s, run_id, &format!("Planning: {title}"));
-        Driver {
+        let (stop_tx, stop_rx) = mpsc::channel(8);
+        let (answer_tx, answer_rx) = mpsc::channel(8);
+        let (reports_tx, reports_rx) = mpsc::channel(REPORTS);
+        let deltas = deltas::Deltas::default();
+        let handle = RunHandle {
+            ticket_id,
+            stop: stop_tx,
+            answers: answer_tx,
+            open_blocks: deltas.shared.clone(),
+        };
+        // Registered at once, so a stop that comes while the first pass starts finds the run.
+        s.register(run_id, handle);
+        Run {
             s: s.clone(),
             run_id,
             ticket_id,
             root: root.to_owned(),
             title: title.to_owned(),
+            settings: spec.settings.clone(),
             tool: spec.tool,
             model: spec.model.clone(),
             variant: spec.variant.clone(),
             program,
-            pending: Vec::new(),
-            next_seq: 1,
-            agents: HashMap::new(),
-            pass_agent: None,
-            passes: 0,
-            started: Instant::now(),
-            first_output_ms: None,
-            first_final_ms: None,
-            progress,
-            parser: spec.tool.parser(),
-            stdin: None,
-            live: HashMap::new(),
-            plan_candidate: None,
-            sets_session: true,
-            usage_baseline: None,
-            fallback: None,
-            storage_failure: None,
-        }
-    }
-
-    /// Starts the first pass and registers the run; a spawn failure is recorded and returned.
-    async fn begin(&mut self, first: PassSpec<'_>) -> Result<(supervisor::Supervised, Control), ResponseError> {
-        let child = match self.spawn_pass(first).await {
-            Ok(c) => c,
-            Err(message) => {
-                self.finish_failed_start(&message).await;
-                return Err(unavailable(message));
-            }
-        };
-        let (stop_tx, stop_rx) = mpsc::channel(8);
-        let (answer_tx, answer_rx) = mpsc::channel(8);
-        let handle = RunHandle {
-            ticket_id: self.ticket_id,
-            stop: stop_tx,
-            answers: answer_tx,
-        };
-        self.s.register(self.run_id, handle);
-        notify_changed(&self.s, self.ticket_id, self.run_id).await;
-        Ok((
-            child,
-            Control {
+            ctl: Control {
                 stop_rx,
                 answer_rx,
                 waiters: Vec::new(),
             },
-        ))
+            pending: Vec::new(),
+            pending_since: None,
+            next_seq: 1,
+            agents: HashMap::new(),
+            deltas,
+            started: Instant::now(),
+            first_output_ms: None,
+            first_final_ms: None,
+            progress,
+            passes_started: 0,
+            passes: HashMap::new(),
+            reports_tx,
+            reports_rx,
+            limits: pass::Limits::new(&s.config),
+            stopping: None,
+            live: HashMap::new(),
+            fallback: None,
+            sandbox_recorded: None,
+            storage_failure: None,
+        }
+    }
+
+    /// Starts the first pass; a spawn failure is recorded and returned.
+    async fn begin(&mut self, first: PassSpec<'_>) -> Result<PassId, ResponseError> {
+        match self.start_pass(first).await {
+            Ok(id) => {
+                notify_changed(&self.s, self.ticket_id, self.run_id).await;
+                Ok(id)
+            }
+            Err(message) => {
+                self.fail_before_start("spawn_failed", &message).await;
+                Err(unavailable(message))
+            }
+        }
     }
 
     fn elapsed_ms(&self) -> i64 {
         self.started.elapsed().as_millis() as i64
     }
 
-    async fn on_line(&mut self, line: OutputLine) {
-        self.first_output_ms
-            .get_or_insert(self.started.elapsed().as_millis() as i64);
-        match line {
-            OutputLine::Line(text) => {
-                for ev in self.parser.parse_line(&text) {
-                    self.push(ev).await;
-                }
-                for request in self.parser.take_control_requests() {
-                    self.on_control_request(request).await;
-                }
-                if self.parser.saw_result() && self.stdin.is_some() {
-                    // Claude's stream-json input ends after the final result: close it so it exits.
-                    self.stdin = None;
-                }
-            }
-            OutputLine::Truncated { head, len } => {
-                let line = format!("{}… [truncated: the line was {len} bytes]", truncate(&head, 64 * 1024));
-                self.push(ParsedEvent::main(EventBody::Raw { line })).await;
-            }
-        }
-    }
-
-    async fn push(&mut self, ev: ParsedEvent) {
-        // Events of a pass that is one of several belong to the pass's agent run.
-        let key = ev
-            .agent
-            .clone()
-            .or_else(|| self.pass_agent.as_ref().map(|(k, _)| k.clone()));
-        let agent_run_id = match &key {
-            Some(key) => Some(self.agent_run(key, &ev.body).await),
+    /// Numbers an event and adds it to the batch. `agent` is its agent-run key, with the key
+    /// of its parent agent run (a subagent inside a pass that is one of several).
+    async fn push(&mut self, agent: Option<(String, Option<String>)>, body: EventBody) {
+        let agent_run_id = match &agent {
+            Some((key, parent)) => Some(self.agent_run(key, parent.as_deref(), Some(&body)).await),
             None => None,
         };
-        match &ev.body {
-            EventBody::Session { provider_session_id } if self.sets_session => {
-                self.remember_session(provider_session_id).await
-            }
+        self.deltas.close(agent_run_id, &body);
+        match &body {
             EventBody::Text { is_final: true, .. } if self.first_final_ms.is_none() => {
                 self.first_final_ms = Some(self.elapsed_ms());
             }
@@ -359,25 +403,9 @@ impl Driver {
             }
             _ => {}
         }
-        let mut body = ev.body;
-        if let (
-            EventBody::Usage {
-                input_tokens,
-                output_tokens,
-                cache_read_tokens,
-                cache_write_tokens,
-                ..
-            },
-            Some(b),
-        ) = (&mut body, self.usage_baseline)
-        {
-            *input_tokens = input_tokens.saturating_sub(b[0]);
-            *output_tokens = output_tokens.saturating_sub(b[1]);
-            *cache_read_tokens = cache_read_tokens.saturating_sub(b[2]);
-            *cache_write_tokens = cache_write_tokens.saturating_sub(b[3]);
-        }
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.pending_since.get_or_insert_with(tokio::time::Instant::now);
         self.pending.push(TranscriptEvent {
             seq,
             ts: now(),
@@ -386,22 +414,18 @@ impl Driver {
         });
     }
 
-    async fn agent_run(&mut self, key: &str, body: &EventBody) -> AgentRunId {
+    /// The agent run of `key`, created on first use (a subagent's label comes from its
+    /// `subagent start` event).
+    async fn agent_run(&mut self, key: &str, parent: Option<&str>, body: Option<&EventBody>) -> AgentRunId {
         if let Some(id) = self.agents.get(key) {
             return *id;
         }
         let label = match body {
-            EventBody::Subagent { label, .. } => label.clone(),
+            Some(EventBody::Subagent { label, .. }) => label.clone(),
             _ => key.to_owned(),
         };
         self.progress.report(label.clone());
-        // A subagent started inside a pass is that pass's child.
-        let parent = self
-            .pass_agent
-            .as_ref()
-            .filter(|(k, _)| k != key)
-            .and_then(|(k, _)| self.agents.get(k))
-            .copied();
+        let parent = parent.and_then(|p| self.agents.get(p)).copied();
         let (run, k) = (self.run_id, key.to_owned());
         let started = self
             .s
@@ -436,9 +460,10 @@ impl Driver {
 
     /// Commits the pending events, then notifies them (with the very JSON that was stored).
     /// A batch the store cannot take is never skipped: the store has already retried what
-    /// can be retried (a lock), so the run ends here ([`Driver::storage_failure`]), and
-    /// nothing after it is stored or notified. Seqs stay contiguous in both.
+    /// can be retried (a lock), so the run ends here ([`Run::storage_failure`]): its passes
+    /// are stopped, and nothing after it is stored or notified. Seqs stay contiguous in both.
     async fn flush(&mut self) {
+        self.pending_since = None;
         if self.pending.is_empty() {
             return;
         }
@@ -469,38 +494,49 @@ impl Driver {
         }
     }
 
-    /// Records that the store could not take part of the run: the run ends failed with it.
+    /// Records that the store could not take part of the run: its passes are stopped, and
+    /// the run ends failed with it.
     fn storage_failed(&mut self, what: &str, e: &StoreError) {
         tracing::error!("run {}: cannot store {what}: {e}; the run ends here", self.run_id);
-        self.storage_failure.get_or_insert_with(|| outcome::storage_failure(e));
+        if self.storage_failure.is_none() {
+            self.storage_failure = Some(outcome::storage_failure(e));
+            self.stop_all(planners::driver::StopWhy::Stopped);
+        }
     }
 
-    /// Ends a plan run: decides how it ended, records it with its ticket, and notifies.
-    async fn finish_plan(mut self, how: How, stderr_tail: &str, ctl: Control) {
-        let run = self.run_id;
-        let stop_requested = stop_requested(&self.s, run).await;
-        let stored_plan = outcome::plan_from_store(&self.s, run, self.parser.as_ref()).await;
-        let facts = Facts {
-            stop_requested,
-            stderr: stderr_tail,
-            plan_candidate: self.plan_candidate.as_deref(),
-            ticket_title: &self.title,
-            stored_plan: stored_plan.as_ref(),
-        };
-        let unknown_session = matches!(how, How::Exited(_))
-            && self.parser.session_not_found(stderr_tail)
-            && self.storage_failure.is_none();
-        let (mut ending, mut settle) = decide(how, self.parser.as_ref(), &facts);
-        if let (true, Some(failure)) = (unknown_session, ending.failure.as_mut()) {
-            failure.code = "session_not_found".into();
-        }
-        // A run whose events could not all be stored is never completed, whatever its planner did.
+    /// A run whose events could not all be stored is never completed, whatever its planner
+    /// did.
+    fn storage_verdict(&self, ending: &mut runs::Ending, settle: &mut outcome::Settle) {
         if let Some(failure) = self.storage_failure.clone() {
-            settle = outcome::Settle::Failed(failure.message.clone());
+            *settle = outcome::Settle::Failed(failure.message.clone());
             ending.status = planwire_protocol::RunStatus::Failed;
             ending.failure = Some(failure);
         }
-        ending.session_id = self.parser.session_id();
+    }
+
+    /// Ends a plan run: decides how it ended, records it with its ticket, and notifies.
+    async fn finish_plan(mut self, how: How) {
+        let run = self.run_id;
+        self.deltas.clear();
+        let stop_requested = stop_requested(&self.s, run).await;
+        let stored_plan = outcome::plan_from_store(&self.s, run, &how).await;
+        let facts = Facts {
+            stop_requested,
+            ticket_title: &self.title,
+            stored_plan: stored_plan.as_ref(),
+        };
+        let unknown_session =
+            matches!(&how, How::Ended(e) if e.end.session_not_found) && self.storage_failure.is_none();
+        let session_id = match &how {
+            How::Ended(e) => e.end.session_id.clone(),
+            How::SpawnFailed(_) => None,
+        };
+        let (mut ending, mut settle) = decide(how, &facts);
+        if let (true, Some(failure)) = (unknown_session, ending.failure.as_mut()) {
+            failure.code = "session_not_found".into();
+        }
+        self.storage_verdict(&mut ending, &mut settle);
+        ending.session_id = session_id;
         ending.first_output_ms = self.first_output_ms;
         ending.first_final_ms = self.first_final_ms;
         ending.total_ms = Some(self.elapsed_ms());
@@ -526,18 +562,19 @@ impl Driver {
         notify_changed(&self.s, self.ticket_id, run).await;
         self.progress.end("Planning ended");
         let fallback = self.fallback.take();
-        close(ctl).await;
+        let s = self.s.clone();
+        close(self.ctl).await;
         if let (true, Some((ticket, spec))) = (unknown_session, fallback) {
             // The CLI lost the session (another machine, a cleaned HOME): start over, fresh.
-            if let Err(e) = start(&self.s, &ticket, spec).await {
+            if let Err(e) = start(&s, &ticket, spec).await {
                 tracing::error!("run {run}: cannot start fresh after an unknown session: {}", e.message);
             }
         }
     }
 
-    /// The first process could not start: the run fails with `spawn_failed`.
-    async fn finish_failed_start(&mut self, message: &str) {
-        let ending = outcome::failed_ending("spawn_failed", message.to_owned(), None, None);
+    /// The run fails before its first planner runs (`spawn_failed`, `reference_unavailable`).
+    async fn fail_before_start(&mut self, code: &str, message: &str) {
+        let ending = outcome::failed_ending(code, message.to_owned(), None, None);
         match self.ticket_id {
             Some(ticket) => {
                 record_end(
@@ -555,6 +592,7 @@ impl Driver {
                 let _ = self.s.store.write_ending(move |c| runs::finish(c, run, &ending)).await;
             }
         }
+        self.s.unregister(self.run_id);
         notify_changed(&self.s, self.ticket_id, self.run_id).await;
         self.progress.end("Planning could not start");
     }
@@ -580,49 +618,6 @@ async fn stop_requested(s: &Session, run: RunId) -> bool {
         .read(move |c| Ok(c.query_row("SELECT stop_requested FROM runs WHERE id = ?1", [run], |r| r.get(0))?))
         .await
         .unwrap_or(false)
-}
-
-fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
-/// The usage a provider session had reached at the end of this ticket's last run in it.
-async fn usage_before(s: &Session, ticket: TicketId, session: &str) -> Option<[u64; 4]> {
-    let session = session.to_owned();
-    let payload: Option<String> = s
-        .store
-        .read(move |c| {
-            use rusqlite::OptionalExtension;
-            Ok(c.query_row(
-                "SELECT t.payload FROM transcript t JOIN runs r ON r.id = t.run_id
-                 WHERE r.ticket_id = ?1 AND r.session_id = ?2 AND t.kind = 'usage'
-                 ORDER BY t.run_id DESC, t.seq DESC LIMIT 1",
-                rusqlite::params![ticket, session],
-                |r| r.get(0),
-            )
-            .optional()?)
-        })
-        .await
-        .ok()
-        .flatten();
-    let event: TranscriptEvent = serde_json::from_str(&payload?).ok()?;
-    match event.body {
-        EventBody::Usage {
-            input_tokens,
-            output_tokens,
-            cache_read_tokens,
-            cache_write_tokens,
-            ..
-        } => Some([input_tokens, output_tokens, cache_read_tokens, cache_write_tokens]),
-        _ => None,
-    }
 }
 
 /// Sends `ticketChanged` with the stored ticket.

@@ -8,20 +8,18 @@ use planwire_protocol::{
     TranscriptEvent,
 };
 
+use super::pass::Ended;
+use crate::planners::driver::Exit;
 use crate::planners::plan::{extract_plan, plan_markdown, strip_plan_block};
-use crate::planners::LineParser;
 use crate::session::Session;
-use crate::store::{questions, runs, tickets, transcript, StoreError};
+use crate::store::{plans, questions, runs, tickets, transcript, StoreError};
 use crate::util::now;
 
 pub(super) enum How {
-    /// A later pass of the run could not start.
+    /// A pass of the run could not start.
     SpawnFailed(String),
-    Exited(Option<ExitStatus>),
-    Stopped(Option<ExitStatus>),
-    TimedOut(&'static str, Option<ExitStatus>),
-    /// The store could not take the run's events: the planner was stopped.
-    StorageFailed(Option<ExitStatus>),
+    /// The run's last pass ended.
+    Ended(Box<Ended>),
 }
 
 /// How the ticket settles after a run.
@@ -72,20 +70,19 @@ fn plan_from_candidate(candidate: &str, fallback_title: &str) -> Plan {
 
 pub(super) struct Facts<'a> {
     pub stop_requested: bool,
-    pub stderr: &'a str,
-    pub plan_candidate: Option<&'a str>,
     pub ticket_title: &'a str,
     /// A plan read back from the stored transcript ([`plan_from_store`]).
     pub stored_plan: Option<&'a Plan>,
 }
 
-/// The plan, read back from the run's stored `text` events, when the parser let go of older
+/// The plan, read back from the run's stored `text` events, when the adapter let go of older
 /// text (it keeps a bounded tail) and neither the final answer nor the tail holds one.
-pub(super) async fn plan_from_store(s: &Session, run: RunId, parser: &dyn LineParser) -> Option<Plan> {
-    if !parser.text_dropped()
-        || extract_plan(&parser.final_text()).is_some()
-        || extract_plan(&parser.all_text()).is_some()
-    {
+pub(super) async fn plan_from_store(s: &Session, run: RunId, how: &How) -> Option<Plan> {
+    let How::Ended(ended) = how else {
+        return None;
+    };
+    let end = &ended.end;
+    if !end.text_dropped || extract_plan(&end.final_text).is_some() || extract_plan(&end.all_text).is_some() {
         return None;
     }
     s.store
@@ -93,99 +90,6 @@ pub(super) async fn plan_from_store(s: &Session, run: RunId, parser: &dyn LinePa
         .await
         .ok()
         .flatten()
-}
-
-pub(super) fn decide(how: How, parser: &dyn LineParser, f: &Facts) -> (runs::Ending, Settle) {
-    let status_parts = |s: Option<ExitStatus>| (s.and_then(|s| s.code()), s.and_then(|s| s.signal()));
-    let (mut ending, settle) = match how {
-        How::Exited(st) if f.stop_requested && st.and_then(|s| s.signal()).is_some() => {
-            return decide(
-                How::Stopped(st),
-                parser,
-                &Facts {
-                    stop_requested: false,
-                    ..*f
-                },
-            );
-        }
-        How::SpawnFailed(message) => (
-            failed_ending("spawn_failed", message.clone(), None, None),
-            Settle::Failed(message),
-        ),
-        How::Stopped(st) => {
-            let (code, signal) = status_parts(st);
-            let e = runs::Ending {
-                status: RunStatus::Cancelled,
-                failure: None,
-                ..failed_ending("", String::new(), code, signal)
-            };
-            (e, Settle::Stopped)
-        }
-        How::TimedOut(code, st) => {
-            let (exit, signal) = status_parts(st);
-            let message = match code {
-                "hard_timeout" => "Planning took longer than the hard time limit and was stopped.",
-                "question_timeout" => {
-                    "A question waited longer than its time limit; planning was stopped. Answer it to resume."
-                }
-                _ => "The planner printed nothing for longer than the idle time limit and was stopped.",
-            }
-            .to_owned();
-            (
-                failed_ending(code, message.clone(), exit, signal),
-                Settle::Failed(message),
-            )
-        }
-        How::StorageFailed(st) => {
-            let (code, signal) = status_parts(st);
-            let m = "The run's events could not be stored.".to_owned();
-            (
-                failed_ending("storage_error", m.clone(), code, signal),
-                Settle::Failed(m),
-            )
-        }
-        How::Exited(st) => {
-            let (code, signal) = status_parts(st);
-            let text = parser.final_text();
-            let plan = extract_plan(&text)
-                .or_else(|| extract_plan(&parser.all_text()))
-                .or_else(|| f.stored_plan.cloned())
-                .or_else(|| f.plan_candidate.map(|c| plan_from_candidate(c, f.ticket_title)));
-            match (code, parser.error_message(), plan) {
-                (Some(0), None, Some(plan)) => {
-                    let update = strip_plan_block(&text).trim().to_owned();
-                    let e = runs::Ending {
-                        status: RunStatus::Completed,
-                        failure: None,
-                        ..failed_ending("", String::new(), code, None)
-                    };
-                    (e, Settle::Planned { plan, update })
-                }
-                (Some(0), None, None) => {
-                    let m = parser.explain_missing_answer(f.stderr).unwrap_or_else(|| {
-                        "The planner finished without a plan in the <planwire-plan> form.".to_owned()
-                    });
-                    (failed_ending("no_plan", m.clone(), code, None), Settle::Failed(m))
-                }
-                (_, Some(err), _) => (
-                    failed_ending("planner_error", err.clone(), code, signal),
-                    Settle::Failed(err),
-                ),
-                _ => {
-                    let m = if !f.stderr.trim().is_empty() {
-                        last_lines(f.stderr, 20)
-                    } else if let Some(sig) = signal {
-                        format!("the planner was killed by signal {sig}")
-                    } else {
-                        format!("the planner exited with code {}", code.unwrap_or(-1))
-                    };
-                    (failed_ending("exit_code", m.clone(), code, signal), Settle::Failed(m))
-                }
-            }
-        }
-    };
-    ending.stderr_tail = (!f.stderr.is_empty()).then(|| f.stderr.to_owned());
-    (ending, settle)
 }
 
 /// The failure of a run that ends because the store could not take its events: the
@@ -207,6 +111,99 @@ pub(super) fn storage_failure(e: &StoreError) -> Failure {
             "Planning stopped: {e}. Every event shown so far is saved; nothing after it was kept.{advice}"
         ),
     }
+}
+
+pub(super) fn decide(how: How, f: &Facts) -> (runs::Ending, Settle) {
+    match how {
+        How::SpawnFailed(message) => (
+            failed_ending("spawn_failed", message.clone(), None, None),
+            Settle::Failed(message),
+        ),
+        How::Ended(ended) => decide_ended(&ended, f),
+    }
+}
+
+fn decide_ended(ended: &Ended, f: &Facts) -> (runs::Ending, Settle) {
+    let status_parts = |s: Option<ExitStatus>| (s.and_then(|s| s.code()), s.and_then(|s| s.signal()));
+    let end = &ended.end;
+    let stderr = end.stderr_tail.as_str();
+    let exit = match end.exit {
+        // Another sidecar stopped this run by signalling its group.
+        Exit::Exited(st) if f.stop_requested && st.and_then(|s| s.signal()).is_some() => Exit::Stopped(st),
+        other => other,
+    };
+    let (mut ending, settle) = match exit {
+        Exit::Stopped(st) => {
+            let (code, signal) = status_parts(st);
+            let e = runs::Ending {
+                status: RunStatus::Cancelled,
+                failure: None,
+                ..failed_ending("", String::new(), code, signal)
+            };
+            (e, Settle::Stopped)
+        }
+        Exit::TimedOut(code, st) => {
+            let (exit, signal) = status_parts(st);
+            let message = match code {
+                "hard_timeout" => "Planning took longer than the hard time limit and was stopped.",
+                "question_timeout" => {
+                    "A question waited longer than its time limit; planning was stopped. Answer it to resume."
+                }
+                _ => "The planner printed nothing for longer than the idle time limit and was stopped.",
+            }
+            .to_owned();
+            (
+                failed_ending(code, message.clone(), exit, signal),
+                Settle::Failed(message),
+            )
+        }
+        Exit::Exited(st) => {
+            let (code, signal) = status_parts(st);
+            let text = &end.final_text;
+            let plan = extract_plan(text)
+                .or_else(|| extract_plan(&end.all_text))
+                .or_else(|| f.stored_plan.cloned())
+                .or_else(|| {
+                    ended
+                        .plan_candidate
+                        .as_deref()
+                        .map(|c| plan_from_candidate(c, f.ticket_title))
+                });
+            match (code, end.error_message.clone(), plan) {
+                (Some(0), None, Some(plan)) => {
+                    let update = strip_plan_block(text).trim().to_owned();
+                    let e = runs::Ending {
+                        status: RunStatus::Completed,
+                        failure: None,
+                        ..failed_ending("", String::new(), code, None)
+                    };
+                    (e, Settle::Planned { plan, update })
+                }
+                (Some(0), None, None) => {
+                    let m = end.missing_answer.clone().unwrap_or_else(|| {
+                        "The planner finished without a plan in the <planwire-plan> form.".to_owned()
+                    });
+                    (failed_ending("no_plan", m.clone(), code, None), Settle::Failed(m))
+                }
+                (_, Some(err), _) => (
+                    failed_ending("planner_error", err.clone(), code, signal),
+                    Settle::Failed(err),
+                ),
+                _ => {
+                    let m = if !stderr.trim().is_empty() {
+                        last_lines(stderr, 20)
+                    } else if let Some(sig) = signal {
+                        format!("the planner was killed by signal {sig}")
+                    } else {
+                        format!("the planner exited with code {}", code.unwrap_or(-1))
+                    };
+                    (failed_ending("exit_code", m.clone(), code, signal), Settle::Failed(m))
+                }
+            }
+        }
+    };
+    ending.stderr_tail = (!stderr.is_empty()).then(|| stderr.to_owned());
+    (ending, settle)
 }
 
 /// One question record (source `plan`) with an item per open question of the plan.
@@ -245,7 +242,8 @@ pub(super) async fn record_end(
             let mut question = None;
             let status = match &settle {
                 Settle::Planned { plan, update } => {
-                    tickets::set_plan(c, ticket, plan)?;
+                    // A new version, never an overwrite: every plan a ticket was given stays.
+                    plans::record(c, ticket, Some(run), plan)?;
                     crate::store::memory::record_suggestions(c, ticket, run, &plan.memory_suggestions)?;
                     if !update.is_empty() {
                         tickets::add_message(c, ticket, Some(run), "response", update)?;

@@ -22,6 +22,7 @@ mod faults;
 pub mod links;
 pub mod memory;
 mod open;
+pub mod plans;
 pub mod questions;
 pub mod runs;
 pub mod schema;

@@ -1,6 +1,8 @@
 //! Runs, their lifecycle events, and recovery of runs whose owner died.
 
-use planwire_protocol::{Failure, Run, RunId, RunStatus, TicketId, TicketStatus};
+use planwire_protocol::{
+    Failure, ReadonlyViolation, Run, RunId, RunStatus, RunTiming, SandboxState, TicketId, TicketStatus,
+};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::{questions, tickets, Result, StoreError};
@@ -18,6 +20,8 @@ pub struct NewRun {
     pub fresh_reason: Option<String>,
     /// A new plan asked for while questions are unanswered supersedes them.
     pub supersede_questions: bool,
+    /// The directory its passes run in: the root, or the worktree of the ticket's branch.
+    pub cwd: String,
 }
 
 /// The process that owns a run: a planwire sidecar.
@@ -62,7 +66,7 @@ pub struct Leftover {
 
 const SELECT: &str = "SELECT r.id, r.ticket_id, r.status, r.tool, r.model, r.variant, r.created_at, r.started_at,
     r.ended_at, r.exit_code, r.signal, r.failure_code, r.failure_message, r.session_id, r.last_seq, r.kind, p.root,
-    r.initiative
+    r.initiative, r.sandbox, r.readonly_violation_json, r.first_output_ms, r.first_final_ms, r.total_ms, r.cwd
     FROM runs r JOIN projects p ON p.id = r.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Run> {
@@ -90,7 +94,54 @@ fn from_row(r: &Row) -> rusqlite::Result<Run> {
         kind: r.get(15)?,
         root: r.get(16)?,
         initiative: r.get(17)?,
+        sandbox: r.get::<_, Option<String>>(18)?.as_deref().and_then(sandbox_state),
+        readonly_violation: r
+            .get::<_, Option<String>>(19)?
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .map(|paths| ReadonlyViolation { paths }),
+        timing: timing(r.get(20)?, r.get(21)?, r.get(22)?),
+        cwd: r.get(23)?,
     })
+}
+
+/// A run's timing, once its end recorded the total.
+fn timing(first_output_ms: Option<u64>, first_final_ms: Option<u64>, total_ms: Option<u64>) -> Option<RunTiming> {
+    total_ms.map(|total_ms| RunTiming {
+        first_output_ms,
+        first_final_ms,
+        total_ms,
+    })
+}
+
+fn sandbox_state(s: &str) -> Option<SandboxState> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
+}
+
+/// Records the sandbox state of a run's planner (set when its first process starts).
+pub fn set_sandbox(conn: &Connection, run: RunId, state: SandboxState) -> Result<()> {
+    let name = serde_json::to_value(state).expect("a state serializes");
+    conn.execute(
+        "UPDATE runs SET sandbox = ?2 WHERE id = ?1",
+        params![run, name.as_str()],
+    )?;
+    Ok(())
+}
+
+/// Adds paths a run changed in a work tree to its read-only violation (kept sorted, once each).
+pub fn add_readonly_violation(conn: &Connection, run: RunId, paths: &[String]) -> Result<()> {
+    let old: Option<String> = conn.query_row("SELECT readonly_violation_json FROM runs WHERE id = ?1", [run], |r| {
+        r.get(0)
+    })?;
+    let mut all: Vec<String> = old.and_then(|j| serde_json::from_str(&j).ok()).unwrap_or_default();
+    all.extend(paths.iter().cloned());
+    all.sort();
+    all.dedup();
+    let json = serde_json::to_string(&all).expect("paths serialize");
+    conn.execute(
+        "UPDATE runs SET readonly_violation_json = ?2 WHERE id = ?1",
+        params![run, json],
+    )?;
+    Ok(())
 }
 
 pub fn get(conn: &Connection, id: RunId) -> Result<Run> {
@@ -145,11 +196,13 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
         TicketStatus::Queued | TicketStatus::Planning => TicketStatus::Draft,
         s => s,
     };
+    // The run keeps the ticket's text as it was planned: a later resumed run says what changed.
     conn.execute(
         "INSERT INTO runs (ticket_id, project_id, status, tool, model, variant, prev_ticket_status, owner_pid,
-            owner_start, heartbeat_at, retry_of, resume_of, fresh_reason, created_at)
-         VALUES (?1, (SELECT project_id FROM tickets WHERE id = ?1), 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
-            ?11, ?8)",
+            owner_start, heartbeat_at, retry_of, resume_of, fresh_reason, created_at, ticket_title, ticket_description,
+            cwd)
+         SELECT ?1, project_id, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?8, title, description, ?12
+         FROM tickets WHERE id = ?1",
         params![
             new.ticket_id,
             new.tool,
@@ -161,7 +214,8 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
             now(),
             new.retry_of,
             new.resume_of,
-            new.fresh_reason
+            new.fresh_reason,
+            new.cwd
         ],
     )?;
     let id = conn.last_insert_rowid();
@@ -172,6 +226,91 @@ pub fn create(conn: &Connection, new: &NewRun, owner: Owner) -> Result<(RunId, V
     }
     tickets::set_status(conn, new.ticket_id, TicketStatus::Queued)?;
     Ok((id, leftovers))
+}
+
+/// Refuses (busy) while the ticket has a queued or running run whose planwire process lives
+/// (a run whose owner is gone is recovered by the next plan; it does not hold the ticket).
+pub fn ensure_idle(conn: &Connection, ticket: TicketId) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT owner_pid, owner_start FROM runs WHERE ticket_id = ?1 AND status IN ('queued', 'running')",
+    )?;
+    let owners = stmt.query_map([ticket], |r| {
+        Ok((r.get::<_, Option<i32>>(0)?, r.get::<_, Option<u64>>(1)?))
+    })?;
+    for owner in owners {
+        if let (Some(pid), Some(start)) = owner? {
+            if same_process_alive(pid, start) {
+                return Err(StoreError::Busy(ticket));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Records the ticket's text a run's prompt was built from (an edit may land between the
+/// handler's read and the run's creation, which copied the ticket's text then).
+pub fn set_ticket_text(conn: &Connection, run: RunId, title: &str, description: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE runs SET ticket_title = ?2, ticket_description = ?3 WHERE id = ?1",
+        params![run, title, description],
+    )?;
+    Ok(())
+}
+
+/// Records the feedback a run was started with.
+pub fn set_feedback(conn: &Connection, run: RunId, feedback: &str) -> Result<()> {
+    conn.execute("UPDATE runs SET feedback = ?2 WHERE id = ?1", params![run, feedback])?;
+    Ok(())
+}
+
+/// The feedback a run was started with, if any.
+pub fn feedback_of(conn: &Connection, run: RunId) -> Result<Option<String>> {
+    Ok(conn
+        .query_row("SELECT feedback FROM runs WHERE id = ?1", [run], |r| r.get(0))
+        .optional()?
+        .flatten())
+}
+
+/// The ticket's title and description as the last run of a provider session was given them
+/// (unknown for runs recorded before runs kept them).
+pub fn planned_text(conn: &Connection, ticket: TicketId, session: &str) -> Result<Option<(String, String)>> {
+    Ok(conn
+        .query_row(
+            "SELECT ticket_title, ticket_description FROM runs
+             WHERE ticket_id = ?1 AND session_id = ?2 ORDER BY id DESC LIMIT 1",
+            params![ticket, session],
+            |r| Ok(r.get::<_, Option<String>>(0)?.zip(r.get::<_, Option<String>>(1)?)),
+        )
+        .optional()?
+        .flatten())
+}
+
+/// What made a provider session: the model, CLI version and directory of the last run of
+/// the ticket that used it (a resume must match them; `handlers/authority.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOrigin {
+    pub model: Option<String>,
+    pub cli_version: Option<String>,
+    pub cwd: Option<String>,
+}
+
+/// The origin of `session`, from the ticket's last run that used it (`None` when no run
+/// recorded it).
+pub fn session_origin(conn: &Connection, ticket: TicketId, session: &str) -> Result<Option<SessionOrigin>> {
+    Ok(conn
+        .query_row(
+            "SELECT model, cli_version, cwd FROM runs
+             WHERE ticket_id = ?1 AND session_id = ?2 ORDER BY id DESC LIMIT 1",
+            params![ticket, session],
+            |r| {
+                Ok(SessionOrigin {
+                    model: r.get(0)?,
+                    cli_version: r.get(1)?,
+                    cwd: r.get(2)?,
+                })
+            },
+        )
+        .optional()?)
 }
 
 /// A breakdown run: it belongs to a project, not to a ticket.
@@ -187,9 +326,19 @@ pub fn create_breakdown(
     let project = tickets::project_id(conn, root)?;
     conn.execute(
         "INSERT INTO runs (ticket_id, project_id, kind, initiative, status, tool, model, variant, prev_ticket_status,
-            owner_pid, owner_start, heartbeat_at, created_at)
-         VALUES (NULL, ?1, 'breakdown', ?8, 'queued', ?2, ?3, ?4, 'draft', ?5, ?6, ?7, ?7)",
-        params![project, tool, model, variant, owner.pid, owner.start, now(), initiative],
+            owner_pid, owner_start, heartbeat_at, created_at, cwd)
+         VALUES (NULL, ?1, 'breakdown', ?8, 'queued', ?2, ?3, ?4, 'draft', ?5, ?6, ?7, ?7, ?9)",
+        params![
+            project,
+            tool,
+            model,
+            variant,
+            owner.pid,
+            owner.start,
+            now(),
+            initiative,
+            root
+        ],
     )?;
     let id = conn.last_insert_rowid();
     log_event(conn, id, "created", None)?;
@@ -331,11 +480,11 @@ pub fn recover(conn: &Connection) -> Result<Vec<Leftover>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::tickets::tests::new_ticket;
 
-    fn new_run(ticket: TicketId) -> NewRun {
+    pub(crate) fn new_run(ticket: TicketId) -> NewRun {
         NewRun {
             ticket_id: ticket,
             tool: "script".into(),
@@ -345,7 +494,40 @@ mod tests {
             resume_of: None,
             fresh_reason: None,
             supersede_questions: false,
+            cwd: "/p".into(),
         }
+    }
+
+    #[test]
+    fn a_session_remembers_the_model_version_and_directory_of_its_last_run() {
+        let conn = crate::store::test_conn();
+        let t = new_ticket(&conn);
+        let (pid, start) = crate::util::self_identity();
+        let me = Owner { pid, start };
+        assert_eq!(session_origin(&conn, t, "s1").unwrap(), None);
+        let mut new = new_run(t);
+        new.model = Some("anthropic/claude".into());
+        new.cwd = "/p/wt".into();
+        let (run, _) = create(&conn, &new, me).unwrap();
+        let child = ChildInfo {
+            pid,
+            start,
+            pgid: pid,
+            argv: vec!["claude".into()],
+            cli_version: Some("2.1.197 (Claude Code)".into()),
+        };
+        mark_started(&conn, run, &child).unwrap();
+        set_session(&conn, run, "s1").unwrap();
+        assert_eq!(get(&conn, run).unwrap().cwd.as_deref(), Some("/p/wt"));
+        let origin = session_origin(&conn, t, "s1").unwrap().unwrap();
+        assert_eq!(
+            origin,
+            SessionOrigin {
+                model: Some("anthropic/claude".into()),
+                cli_version: Some("2.1.197 (Claude Code)".into()),
+                cwd: Some("/p/wt".into()),
+            }
+        );
     }
 
     #[test]
@@ -364,6 +546,27 @@ mod tests {
         assert_eq!(leftovers.len(), 1);
         assert_eq!(get(&conn, run).unwrap().status, RunStatus::Interrupted);
         assert_eq!(get(&conn, second).unwrap().status, RunStatus::Queued);
+    }
+
+    #[test]
+    fn sandbox_state_and_violations_are_kept() {
+        let conn = crate::store::test_conn();
+        let t = new_ticket(&conn);
+        let (pid, start) = crate::util::self_identity();
+        let (run, _) = create(&conn, &new_run(t), Owner { pid, start }).unwrap();
+        assert_eq!(
+            (
+                get(&conn, run).unwrap().sandbox,
+                get(&conn, run).unwrap().readonly_violation
+            ),
+            (None, None)
+        );
+        set_sandbox(&conn, run, SandboxState::Unavailable).unwrap();
+        add_readonly_violation(&conn, run, &["/r/b".into()]).unwrap();
+        add_readonly_violation(&conn, run, &["/r/a".into(), "/r/b".into()]).unwrap();
+        let r = get(&conn, run).unwrap();
+        assert_eq!(r.sandbox, Some(SandboxState::Unavailable));
+        assert_eq!(r.readonly_violation.unwrap().paths, ["/r/a", "/r/b"]);
     }
 
     #[test]

@@ -171,6 +171,52 @@ const MIGRATIONS: &[&str] = &[
     -- The prompt settings a run used (JSON), so a retry uses the same ones.
     ALTER TABLE runs ADD COLUMN settings_json TEXT;
     "#,
+    // 3: the OS sandbox a run's planner ran in, and what it changed in a work tree anyway.
+    r#"
+    -- 'enforced', 'unavailable' or 'off'; NULL until its first process started.
+    ALTER TABLE runs ADD COLUMN sandbox TEXT;
+    -- JSON array of absolute paths the run changed although planning is read-only.
+    ALTER TABLE runs ADD COLUMN readonly_violation_json TEXT;
+    "#,
+    // 4: plan versions, ticket edits, branches and hand-offs.
+    r#"
+    CREATE TABLE plan_versions (
+        ticket_id INTEGER NOT NULL REFERENCES tickets(id),
+        version INTEGER NOT NULL,
+        -- The run that produced it (a breakdown's, for a ticket it created).
+        run_id INTEGER REFERENCES runs(id),
+        plan_json TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (ticket_id, version)
+    ) WITHOUT ROWID;
+    -- A ticket planned before versions were kept keeps its plan as version 1: the plan of its
+    -- last completed run, else of the breakdown that created it.
+    INSERT INTO plan_versions (ticket_id, version, run_id, plan_json, created_at)
+    SELECT t.id, 1,
+        COALESCE((SELECT MAX(r.id) FROM runs r WHERE r.ticket_id = t.id AND r.status = 'completed'),
+            t.initiative_run_id),
+        t.plan_json,
+        COALESCE((SELECT r.ended_at FROM runs r WHERE r.ticket_id = t.id AND r.status = 'completed'
+            ORDER BY r.id DESC LIMIT 1), t.updated_at)
+    FROM tickets t WHERE t.plan_json IS NOT NULL;
+    -- The latest version's number, kept beside plan_json (listing tickets reads no other table).
+    ALTER TABLE tickets ADD COLUMN plan_version INTEGER;
+    UPDATE tickets SET plan_version = 1 WHERE plan_json IS NOT NULL;
+    ALTER TABLE tickets ADD COLUMN branch TEXT;
+    ALTER TABLE tickets ADD COLUMN handed_off_at TEXT;
+    ALTER TABLE tickets ADD COLUMN handed_off_tool TEXT;
+    -- What a plan run was given: the ticket's text when it was created, and the user's
+    -- feedback (a retry sends it again; a resumed run tells the planner what was edited since).
+    ALTER TABLE runs ADD COLUMN ticket_title TEXT;
+    ALTER TABLE runs ADD COLUMN ticket_description TEXT;
+    ALTER TABLE runs ADD COLUMN feedback TEXT;
+    -- A ticket's summed usage reads only its runs' usage events.
+    CREATE INDEX transcript_usage ON transcript(run_id, seq) WHERE kind = 'usage';
+    "#,
+    // 5: the directory a run planned in (the root, or the worktree of the ticket's branch).
+    r#"
+    ALTER TABLE runs ADD COLUMN cwd TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -184,4 +230,66 @@ pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         tx.pragma_update(None, "user_version", (i + 1) as u32)?;
     }
     tx.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database at version 2 with a planned ticket (two completed runs), a ticket a
+    /// breakdown created, and a draft: migration 3 keeps each current plan as version 1.
+    #[test]
+    fn migration_3_keeps_current_plans_as_version_1() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..2] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 2).unwrap();
+        conn.execute_batch(
+            r#"
+            INSERT INTO projects (id, root, created_at) VALUES (1, '/p', 't0');
+            INSERT INTO tickets (id, project_id, title, description, status, tool, plan_json, created_at, updated_at)
+                VALUES (1, 1, 'A', '', 'planned', 'script', '{"title":"second","description":"d"}', 't0', 't9');
+            INSERT INTO runs (id, ticket_id, project_id, status, tool, prev_ticket_status, created_at, ended_at)
+                VALUES (1, 1, 1, 'completed', 'script', 'draft', 't1', 't2'),
+                       (2, 1, 1, 'completed', 'script', 'planned', 't3', 't4'),
+                       (3, 1, 1, 'failed', 'script', 'planned', 't5', 't6'),
+                       (4, NULL, 1, 'completed', 'script', 'draft', 't7', 't8');
+            INSERT INTO tickets (id, project_id, title, description, status, tool, plan_json, initiative_run_id,
+                created_at, updated_at)
+                VALUES (2, 1, 'B', '', 'planned', 'script', '{"title":"from breakdown","description":"d"}', 4, 't8', 't8');
+            INSERT INTO tickets (id, project_id, title, description, status, tool, created_at, updated_at)
+                VALUES (3, 1, 'C', '', 'draft', 'script', 't0', 't0');
+            "#,
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let rows: Vec<(i64, u32, Option<i64>, String, String)> = conn
+            .prepare("SELECT ticket_id, version, run_id, plan_json, created_at FROM plan_versions ORDER BY ticket_id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(
+            (rows[0].0, rows[0].1, rows[0].2, rows[0].4.as_str()),
+            (1, 1, Some(2), "t4")
+        );
+        assert!(rows[0].3.contains("second"));
+        assert_eq!(
+            (rows[1].0, rows[1].1, rows[1].2, rows[1].4.as_str()),
+            (2, 1, Some(4), "t8")
+        );
+        let latest: Vec<Option<u32>> = conn
+            .prepare("SELECT plan_version FROM tickets ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(latest, [Some(1), Some(1), None]);
+        let version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, VERSION);
+    }
 }

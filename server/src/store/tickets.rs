@@ -43,7 +43,8 @@ pub fn create(conn: &Connection, t: &NewTicket) -> Result<TicketId> {
 }
 
 const SELECT: &str = "SELECT t.id, p.root, t.title, t.description, t.status, t.tool, t.model, t.variant,
-    t.created_at, t.updated_at, t.plan_json, t.initiative_run_id FROM tickets t JOIN projects p ON p.id = t.project_id";
+    t.created_at, t.updated_at, t.plan_json, t.initiative_run_id, t.branch, t.plan_version, t.handed_off_at,
+    t.handed_off_tool FROM tickets t JOIN projects p ON p.id = t.project_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<Ticket> {
     let status: String = r.get(4)?;
@@ -63,6 +64,10 @@ fn from_row(r: &Row) -> rusqlite::Result<Ticket> {
         open_questions: Vec::new(),
         depends_on: Vec::new(),
         initiative_run_id: r.get(11)?,
+        branch: r.get(12)?,
+        plan_version: r.get(13)?,
+        handed_off_at: r.get(14)?,
+        handed_off_tool: r.get(15)?,
     })
 }
 
@@ -125,7 +130,7 @@ fn all_depends_on(conn: &Connection) -> Result<std::collections::HashMap<TicketI
 /// A ticket a breakdown created: planned, with its plan, linked to the breakdown run.
 pub fn create_planned(conn: &Connection, t: &NewTicket, plan: &Plan, initiative: i64) -> Result<TicketId> {
     let id = create(conn, t)?;
-    set_plan(conn, id, plan)?;
+    super::plans::record(conn, id, Some(initiative), plan)?;
     conn.execute(
         "UPDATE tickets SET status = 'planned', initiative_run_id = ?2 WHERE id = ?1",
         params![id, initiative],
@@ -163,6 +168,9 @@ pub fn delete(conn: &Connection, id: TicketId) -> Result<Vec<TicketId>> {
         "DELETE FROM run_events WHERE run_id IN (SELECT id FROM runs WHERE ticket_id = ?1)",
         "DELETE FROM questions WHERE ticket_id = ?1",
         "DELETE FROM messages WHERE ticket_id = ?1",
+        "DELETE FROM plan_versions WHERE ticket_id = ?1",
+        // Accepted suggestions live on as memory entries, which name no ticket.
+        "DELETE FROM memory_suggestions WHERE ticket_id = ?1",
         "DELETE FROM ticket_deps WHERE ticket_id = ?1 OR depends_on = ?1",
         "DELETE FROM runs WHERE ticket_id = ?1",
         "DELETE FROM tickets WHERE id = ?1",
@@ -196,12 +204,92 @@ pub fn set_status(conn: &Connection, id: TicketId, status: TicketStatus) -> Resu
     Ok(())
 }
 
-pub fn set_plan(conn: &Connection, id: TicketId, plan: &Plan) -> Result<()> {
-    let json = serde_json::to_string(plan).expect("a plan serializes");
+/// What `planwire/updateTicket` changes; `None` keeps a field. For the optional fields,
+/// `Some(None)` clears them.
+#[derive(Debug, Clone, Default)]
+pub struct Edit {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub tool: Option<String>,
+    pub model: Option<Option<String>>,
+    pub variant: Option<Option<String>>,
+    pub branch: Option<Option<String>>,
+}
+
+/// Applies an edit, refused (busy) while a run of the ticket is active, and records it as an
+/// `edit` message that says what changed. Returns false when nothing changed (no message).
+pub fn update(conn: &Connection, id: TicketId, e: &Edit) -> Result<bool> {
+    super::runs::ensure_idle(conn, id)?;
+    let t = get(conn, id)?;
+    let none = || "none".to_owned();
+    let shown = |v: &Option<String>| v.clone().unwrap_or_else(none);
+    let mut lines = Vec::new();
+    let mut changed = |label: &str, old: String, new: Option<String>| match new {
+        Some(new) if new != old => {
+            lines.push(format!("{label}: {old} → {new}"));
+            true
+        }
+        _ => false,
+    };
+    let title = changed("Title", t.title.clone(), e.title.clone());
+    let tool = changed("Planner", t.tool.clone(), e.tool.clone());
+    let model = changed("Model", shown(&t.model), e.model.as_ref().map(shown));
+    let variant = changed("Variant", shown(&t.variant), e.variant.as_ref().map(shown));
+    let branch = changed("Branch", shown(&t.branch), e.branch.as_ref().map(shown));
+    let description = e.description.as_ref().filter(|d| **d != t.description);
+    if let Some(d) = description {
+        let d = if d.trim().is_empty() { "(no description)" } else { d };
+        let gap = if lines.is_empty() { "" } else { "\n" };
+        lines.push(format!("{gap}Description:\n\n{d}"));
+    }
+    if !(title || tool || model || variant || branch || description.is_some()) {
+        return Ok(false);
+    }
+    let pick = |edited: bool, new: &Option<Option<String>>, old: &Option<String>| {
+        if edited {
+            new.clone().flatten()
+        } else {
+            old.clone()
+        }
+    };
     conn.execute(
-        "UPDATE tickets SET plan_json = ?2, updated_at = ?3 WHERE id = ?1",
-        params![id, json, now()],
+        "UPDATE tickets SET title = ?2, description = ?3, tool = ?4, model = ?5, variant = ?6, branch = ?7,
+            updated_at = ?8 WHERE id = ?1",
+        params![
+            id,
+            e.title.as_ref().filter(|_| title).unwrap_or(&t.title),
+            description.unwrap_or(&t.description),
+            e.tool.as_ref().filter(|_| tool).unwrap_or(&t.tool),
+            pick(model, &e.model, &t.model),
+            pick(variant, &e.variant, &t.variant),
+            pick(branch, &e.branch, &t.branch),
+            now()
+        ],
     )?;
+    add_message(
+        conn,
+        id,
+        None,
+        "edit",
+        &format!("The ticket was edited.\n\n{}", lines.join("\n")),
+    )?;
+    Ok(true)
+}
+
+pub fn set_branch(conn: &Connection, id: TicketId, branch: Option<&str>) -> Result<()> {
+    conn.execute("UPDATE tickets SET branch = ?2 WHERE id = ?1", params![id, branch])?;
+    Ok(())
+}
+
+/// Records that a plan version was handed off to an implementation CLI.
+pub fn record_handoff(conn: &Connection, id: TicketId, tool: &str, version: u32) -> Result<()> {
+    let ts = now();
+    conn.execute(
+        "UPDATE tickets SET handed_off_at = ?2, handed_off_tool = ?3, updated_at = ?2 WHERE id = ?1",
+        params![id, ts, tool],
+    )?;
+    let text = format!("Plan version {version} was handed off to {tool} for implementation.");
+    add_message(conn, id, None, "handoff", &text)?;
     Ok(())
 }
 
@@ -230,6 +318,17 @@ pub fn add_message(conn: &Connection, ticket: TicketId, run: Option<i64>, kind: 
         params![ticket, run, kind, text, now()],
     )?;
     Ok(conn.last_insert_rowid())
+}
+
+/// Ties a message written before its run started to that run.
+pub fn set_message_run(conn: &Connection, message: i64, run: i64) -> Result<()> {
+    conn.execute("UPDATE messages SET run_id = ?2 WHERE id = ?1", params![message, run])?;
+    Ok(())
+}
+
+pub fn delete_message(conn: &Connection, message: i64) -> Result<()> {
+    conn.execute("DELETE FROM messages WHERE id = ?1", [message])?;
+    Ok(())
 }
 
 pub fn messages(conn: &Connection, ticket: TicketId) -> Result<Vec<Message>> {
@@ -272,6 +371,78 @@ pub(crate) mod tests {
             },
         )
         .unwrap()
+    }
+
+    #[test]
+    fn an_edit_is_a_message_and_refused_while_a_run_is_active() {
+        let conn = crate::store::test_conn();
+        let id = new_ticket(&conn);
+        assert!(!update(&conn, id, &Edit::default()).unwrap(), "nothing to change");
+        let same = Edit {
+            title: Some("T".into()),
+            ..Edit::default()
+        };
+        assert!(!update(&conn, id, &same).unwrap(), "the same title is no change");
+        let edit = Edit {
+            title: Some("New".into()),
+            description: Some("Longer\ntext".into()),
+            model: Some(Some("opus".into())),
+            branch: Some(Some("feature/x".into())),
+            ..Edit::default()
+        };
+        assert!(update(&conn, id, &edit).unwrap());
+        let t = get(&conn, id).unwrap();
+        assert_eq!(
+            (
+                t.title.as_str(),
+                t.description.as_str(),
+                t.model.as_deref(),
+                t.branch.as_deref(),
+                t.tool.as_str()
+            ),
+            ("New", "Longer\ntext", Some("opus"), Some("feature/x"), "script")
+        );
+        let m = messages(&conn, id).unwrap().pop().unwrap();
+        assert_eq!(m.kind, "edit");
+        assert_eq!(
+            m.text,
+            "The ticket was edited.\n\nTitle: T → New\nModel: none → opus\nBranch: none → feature/x\n\n\
+             Description:\n\nLonger\ntext"
+        );
+        let clear = Edit {
+            model: Some(None),
+            ..Edit::default()
+        };
+        assert!(update(&conn, id, &clear).unwrap());
+        assert_eq!(get(&conn, id).unwrap().model, None);
+
+        let (pid, start) = crate::util::self_identity();
+        let owner = super::super::runs::Owner { pid, start };
+        super::super::runs::create(&conn, &super::super::runs::tests::new_run(id), owner).unwrap();
+        let before = messages(&conn, id).unwrap().len();
+        assert!(matches!(update(&conn, id, &edit), Err(StoreError::Busy(_))));
+        assert_eq!(get(&conn, id).unwrap().title, "New");
+        assert_eq!(messages(&conn, id).unwrap().len(), before);
+    }
+
+    #[test]
+    fn delete_takes_the_versions_and_memory_suggestions_along() {
+        let conn = crate::store::test_conn();
+        let id = new_ticket(&conn);
+        let (pid, start) = crate::util::self_identity();
+        let owner = super::super::runs::Owner { pid, start };
+        let (run, _) = super::super::runs::create(&conn, &super::super::runs::tests::new_run(id), owner).unwrap();
+        conn.execute("UPDATE runs SET status = 'completed' WHERE id = ?1", [run])
+            .unwrap();
+        super::super::plans::record(&conn, id, Some(run), &Plan::default()).unwrap();
+        super::super::memory::record_suggestions(&conn, id, run, &["A fact.".to_owned()]).unwrap();
+        delete(&conn, id).unwrap();
+        for table in ["plan_versions", "memory_suggestions", "tickets", "runs"] {
+            let n: i64 = conn
+                .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, 0, "{table}");
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The transcript: append-only numbered events, and the agent runs they belong to.
 //! Streaming N bytes writes O(N) bytes: rows are inserted, never rewritten.
 
-use planwire_protocol::{AgentRunId, EventBody, RunId, TranscriptEvent};
+use planwire_protocol::{AgentRunId, EventBody, RunId, TicketId, TranscriptEvent, Usage};
 use rusqlite::{params, Connection};
 
 use super::Result;
@@ -64,6 +64,29 @@ pub fn find_in_main_text<T>(conn: &Connection, run: RunId, mut f: impl FnMut(&st
         }
     }
     Ok(None)
+}
+
+/// The `usage` events of every run of a ticket, summed (a partial index finds them).
+pub fn ticket_usage(conn: &Connection, ticket: TicketId) -> Result<Usage> {
+    let sum = |field: &str| format!("COALESCE(SUM(json_extract(t.payload, '$.{field}')), 0)");
+    let sql = format!(
+        "SELECT {}, {}, {}, {}, {} FROM transcript t
+         WHERE t.kind = 'usage' AND t.run_id IN (SELECT id FROM runs WHERE ticket_id = ?1)",
+        sum("inputTokens"),
+        sum("outputTokens"),
+        sum("cacheReadTokens"),
+        sum("cacheWriteTokens"),
+        sum("costUsd"),
+    );
+    Ok(conn.prepare_cached(&sql)?.query_row([ticket], |r| {
+        Ok(Usage {
+            input_tokens: r.get(0)?,
+            output_tokens: r.get(1)?,
+            cache_read_tokens: r.get(2)?,
+            cache_write_tokens: r.get(3)?,
+            cost_usd: r.get(4)?,
+        })
+    })?)
 }
 
 pub fn start_agent_run(

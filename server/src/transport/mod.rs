@@ -54,6 +54,28 @@ impl Codec {
         }
     }
 
+    /// The messages of one frame: one JSON value, or for a line, every value on it in order
+    /// (a peer may print several objects on one line), and the error of what could not be
+    /// read after them.
+    fn decode(self, body: &[u8]) -> (Vec<Value>, Option<serde_json::Error>) {
+        match self {
+            Codec::Lsp => match serde_json::from_slice(body) {
+                Ok(v) => (vec![v], None),
+                Err(e) => (Vec::new(), Some(e)),
+            },
+            Codec::Ndjson => {
+                let mut values = Vec::new();
+                for v in serde_json::Deserializer::from_slice(body).into_iter::<Value>() {
+                    match v {
+                        Ok(v) => values.push(v),
+                        Err(e) => return (values, Some(e)),
+                    }
+                }
+                (values, None)
+            }
+        }
+    }
+
     async fn write<W: AsyncWrite + Unpin>(self, writer: &mut W, body: &[u8]) -> std::io::Result<()> {
         match self {
             Codec::Lsp => write_frame_unflushed(writer, body).await,
@@ -263,40 +285,43 @@ async fn read_loop<R: AsyncBufRead + Unpin>(codec: Codec, reader: R, tx: mpsc::S
                 break false;
             }
         };
-        let value: Value = match serde_json::from_slice(&body) {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::warn!("a frame is not valid JSON: {e}");
-                let err = ResponseError::new(ErrorCode::ParseError, format!("parse error: {e}"));
-                outbox.respond_error(None, err).await;
-                if codec == Codec::Lsp {
-                    // Its length may have been wrong: the next frame's header may be inside.
-                    reader.rescan(body);
-                }
-                continue;
+        let (values, error) = codec.decode(&body);
+        for value in values {
+            if !deliver(value, &tx, &outbox).await {
+                return;
             }
-        };
-        match Incoming::from_value(value) {
-            Ok(Incoming::Response { id, result }) => {
-                let waiter = outbox.pending.lock().expect("pending map").remove(&id);
-                match waiter {
-                    Some(w) => {
-                        let _ = w.send(result);
-                    }
-                    None => tracing::warn!("a response to unknown request {id}"),
-                }
+        }
+        if let Some(e) = error {
+            tracing::warn!("a frame is not valid JSON: {e}");
+            let err = ResponseError::new(ErrorCode::ParseError, format!("parse error: {e}"));
+            outbox.respond_error(None, err).await;
+            if codec == Codec::Lsp {
+                // Its length may have been wrong: the next frame's header may be inside.
+                reader.rescan(body);
             }
-            Ok(msg) => {
-                if tx.send(ReaderEvent::Message(msg)).await.is_err() {
-                    return;
-                }
-            }
-            Err((id, err)) => outbox.respond_error(id.as_ref(), err).await,
         }
     };
     // Nobody will answer the requests still waiting: they fail now instead of hanging.
     outbox.pending.lock().expect("pending map").clear();
     let _ = tx.send(ReaderEvent::Closed { clean }).await;
+}
+
+/// Hands one message to whoever waits for it; false once the main loop is gone.
+async fn deliver(value: Value, tx: &mpsc::Sender<ReaderEvent>, outbox: &Outbox) -> bool {
+    match Incoming::from_value(value) {
+        Ok(Incoming::Response { id, result }) => {
+            let waiter = outbox.pending.lock().expect("pending map").remove(&id);
+            match waiter {
+                Some(w) => {
+                    let _ = w.send(result);
+                }
+                None => tracing::warn!("a response to unknown request {id}"),
+            }
+        }
+        Ok(msg) => return tx.send(ReaderEvent::Message(msg)).await.is_ok(),
+        Err((id, err)) => outbox.respond_error(id.as_ref(), err).await,
+    }
+    true
 }
 
 #[cfg(test)]
@@ -342,6 +367,28 @@ mod tests {
         let result = client.request("second", json!({"text": "a\nb"})).await.unwrap();
         assert_eq!(result, json!({"echo": {"text": "a\nb"}}));
         assert_eq!(answer.await.unwrap(), vec!["first", "second"]);
+    }
+
+    #[tokio::test]
+    async fn ndjson_reads_several_messages_on_one_line_and_answers_the_rest_as_a_parse_error() {
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let (ar, mut aw) = tokio::io::split(a);
+        let (br, bw) = tokio::io::split(b);
+        let (_server, mut server_in) = start_with(Codec::Ndjson, tokio::io::BufReader::new(br), bw);
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        aw.write_all(b"{\"method\":\"one\"}{\"method\":\"two\"} {oops\n")
+            .await
+            .unwrap();
+        for want in ["one", "two"] {
+            match server_in.recv().await {
+                Some(ReaderEvent::Message(Incoming::Notification { method, .. })) => assert_eq!(method, want),
+                other => panic!("{other:?}"),
+            }
+        }
+        let mut reply = String::new();
+        tokio::io::BufReader::new(ar).read_line(&mut reply).await.unwrap();
+        let reply: Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(reply["error"]["code"], -32700, "{reply}");
     }
 
     #[tokio::test]

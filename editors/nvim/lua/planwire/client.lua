@@ -112,6 +112,9 @@ local function handlers()
     ['planwire/transcript'] = wrap(function(p)
       require('planwire.transcript').on_events(p.ticketId, p.runId, p.events or {})
     end),
+    ['planwire/delta'] = wrap(function(p)
+      require('planwire.transcript').on_delta(p.ticketId, p.runId, p.agentRunId, p.kind, p.text, p.offset)
+    end),
     ['planwire/ticketChanged'] = wrap(function(p)
       M.on_ticket(p.ticket)
     end),
@@ -124,6 +127,32 @@ local function handlers()
   }
 end
 
+--- How many tickets this Neovim knows of (listed, opened or changed since the server
+--- started) wait for an answer; only those of `root` when given.
+function M.needs_input(root)
+  local n = 0
+  for _, t in pairs(M.state.tickets) do
+    if t.status == 'needs_input' and (root == nil or t.root == root) then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+local shown_needs_input = 0
+
+--- Redraws status lines when the count of tickets needing input changed (for
+--- `require('planwire').statusline()`).
+function M.needs_input_changed()
+  local n = M.needs_input()
+  if n ~= shown_needs_input then
+    shown_needs_input = n
+    vim.schedule(function()
+      vim.cmd('redrawstatus!')
+    end)
+  end
+end
+
 --- Records a ticket the server sent and updates every view of it.
 function M.on_ticket(ticket)
   if type(ticket) ~= 'table' or not ticket.id then
@@ -133,8 +162,12 @@ function M.on_ticket(ticket)
   for _, q in ipairs(ticket.openQuestions or {}) do
     M.state.questions[q.id] = q
   end
+  M.needs_input_changed()
   require('planwire.transcript').on_ticket(ticket)
   require('planwire.tickets').on_ticket(ticket)
+  if package.loaded['planwire.edit'] then
+    require('planwire.edit').on_ticket(ticket)
+  end
 end
 
 local ENDED = { completed = true, failed = true, cancelled = true, interrupted = true }
@@ -173,7 +206,7 @@ function M.with_client(cb)
     return -- initializing; the queue runs from on_init
   end
   local cfg = config()
-  local cmd = cfg.cmd
+  local cmd = require('planwire').server_cmd()
   if type(cmd) ~= 'table' or not cmd[1] or vim.fn.executable(cmd[1]) ~= 1 then
     M.state.last_error = 'server binary not executable: ' .. tostring(type(cmd) == 'table' and cmd[1] or cmd)
     return flush(nil, M.state.last_error .. ' (see :checkhealth planwire)')
@@ -291,6 +324,7 @@ function M.get_ticket(id, cb)
   M.request('planwire/getTicket', { ticketId = id }, function(err, result)
     if not err and result and result.ticket then
       M.state.tickets[result.ticket.id] = result.ticket
+      M.needs_input_changed()
       for _, run in ipairs(result.runs or {}) do
         M.state.runs[run.id] = run
       end

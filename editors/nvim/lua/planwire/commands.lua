@@ -1,5 +1,6 @@
 --- `:Planwire {sub}`: new, plan, stop, retry, answer, delete, tickets, transcript, status,
---- breakdown, link, unlink, links, memory.
+--- breakdown, link, unlink, links, memory; and for a ticket's living plan: edit, set, feedback,
+--- versions, diff, export, handoff.
 local M = {}
 
 local api = vim.api
@@ -27,6 +28,7 @@ function M.resolve_ticket(arg, cb)
   end
   local transcript = require('planwire.transcript')
   local id = transcript.ticket_of(0) or require('planwire.tickets').ticket_at_cursor() or transcript.ticket_at_cursor()
+    or vim.b.planwire_ticket -- an edit, feedback or plan version buffer
   if id then
     return cb(id)
   end
@@ -60,13 +62,15 @@ local new_count = 0
 local function write_description(buf)
   local root, title = vim.b[buf].planwire_root, vim.b[buf].planwire_title
   local description = table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), '\n'):gsub('%s+$', '')
-  local c = cfg()
+  local fields = require('planwire.edit').new_ticket_fields(buf) -- setup()'s, or set with :Planwire set
   local err, ticket = client.request_sync('planwire/createTicket', {
     root = root,
     title = title,
     description = description,
-    tool = c.tool,
-    model = c.model,
+    tool = fields.tool,
+    model = fields.model,
+    variant = fields.variant,
+    branch = fields.branch,
   }, 20000)
   if err or type(ticket) ~= 'table' then
     notify_err('createTicket', err or { message = 'no ticket returned' })
@@ -106,7 +110,8 @@ function M.open_description(root, title)
     end,
   })
   api.nvim_win_set_buf(0, buf)
-  client.notify(('describe "%s", then :w to create the ticket'):format(title))
+  client.notify(('describe "%s", then :w to create the ticket (:Planwire set branch {name} first gives it a branch)')
+    :format(title))
   return buf
 end
 
@@ -206,9 +211,10 @@ function M.confirm(prompt, yes_label, on_yes)
   end)
 end
 
---- Forgets a deleted ticket: state, tickets buffer, transcript buffer.
+--- Forgets a deleted ticket: state, tickets buffer, its buffers.
 function M.forget_ticket(id)
   client.state.tickets[id] = nil
+  client.needs_input_changed()
   for qid, q in pairs(client.state.questions) do
     if q.ticketId == id then
       client.state.questions[qid] = nil
@@ -236,9 +242,16 @@ function M.forget_ticket(id)
     tickets.render()
   end
   local transcript = require('planwire.transcript')
-  local buf = transcript.find_buf(transcript.bufname(id))
-  if buf then
-    pcall(api.nvim_buf_delete, buf, { force = true })
+  -- its transcript, edit, feedback and plan version buffers
+  local prefixes = { transcript.bufname(id), ('planwire://edit/%d'):format(id), ('planwire://feedback/%d'):format(id),
+    ('planwire://plan/%d/v'):format(id) }
+  for _, b in ipairs(api.nvim_list_bufs()) do
+    local name = api.nvim_buf_get_name(b)
+    for i, prefix in ipairs(prefixes) do
+      if name == prefix or (i == #prefixes and vim.startswith(name, prefix)) then
+        pcall(api.nvim_buf_delete, b, { force = true })
+      end
+    end
   end
   transcript.views[id] = nil
   for _, v in pairs(transcript.run_views) do
@@ -354,6 +367,10 @@ function M.status_lines(s)
   local store = s.store or {}
   table.insert(lines, ('store: %s (schema %s, %s tickets, %s runs)'):format(
     store.path or '?', tostring(store.schemaVersion), tostring(store.tickets), tostring(store.runs)))
+  local caps = client.server_capabilities()
+  if caps and caps.sandbox then
+    table.insert(lines, 'sandbox: ' .. tostring(caps.sandbox))
+  end
   if #(s.activeRuns or {}) == 0 then
     table.insert(lines, 'no active run')
   end
@@ -431,6 +448,44 @@ M.subcommands = {
   links = function()
     require('planwire.links').list()
   end,
+  edit = function(args)
+    M.resolve_ticket(args[1], function(id)
+      require('planwire.edit').edit(id)
+    end)
+  end,
+  set = function(args, bang)
+    require('planwire.edit').set(args, bang)
+  end,
+  feedback = function(args)
+    M.resolve_ticket(args[1], function(id)
+      require('planwire.edit').feedback(id)
+    end)
+  end,
+  versions = function(args)
+    M.resolve_ticket(args[1], function(id)
+      require('planwire.plans').versions(id)
+    end)
+  end,
+  diff = function(args)
+    -- [id] [a b]: one word is the ticket, two are versions, three are both
+    local id, a, b = args[1], args[2], args[3]
+    if #args == 2 then
+      id, a, b = nil, args[1], args[2]
+    end
+    a, b = tonumber(a or ''), tonumber(b or '')
+    if #args >= 2 and not (a and b) then
+      return client.notify('usage: :Planwire diff [id] [version version]', vim.log.levels.ERROR)
+    end
+    M.resolve_ticket(id, function(tid)
+      require('planwire.plans').diff(tid, a, b)
+    end)
+  end,
+  export = function(args, bang)
+    require('planwire.plans').export(table.concat(args, ' '), bang)
+  end,
+  handoff = function(args)
+    require('planwire.plans').handoff(args[1])
+  end,
   memory = function(args)
     local memory = require('planwire.memory')
     local sub = args[1]
@@ -445,7 +500,8 @@ M.subcommands = {
   end,
 }
 
-local takes_id = { plan = true, stop = true, retry = true, answer = true, transcript = true, status = true, delete = true }
+local takes_id = { plan = true, stop = true, retry = true, answer = true, transcript = true, status = true, delete = true,
+  edit = true, feedback = true, versions = true, diff = true }
 
 --- Entry point of :Planwire.
 function M.run(cmd)
@@ -488,6 +544,19 @@ function M.complete(arglead, cmdline, _)
     return n == 2 and vim.fn.getcompletion(arglead, 'dir') or {}
   elseif sub == 'unlink' then
     return n == 2 and matching(require('planwire.links').cached_names()) or {}
+  elseif sub == 'set' then
+    local edit = require('planwire.edit')
+    local at = tonumber(words[2] or '') and 3 or 2 -- the field's word, after an optional ticket id
+    if n == 2 or n == at then
+      return matching(edit.FIELDS)
+    elseif n == at + 1 and words[at] == 'tool' then
+      return matching(edit.planner_choices())
+    end
+    return {}
+  elseif sub == 'handoff' then
+    return n == 2 and matching(vim.tbl_keys(require('planwire.edit').IMPLEMENTERS)) or {}
+  elseif sub == 'export' then
+    return n == 2 and vim.fn.getcompletion(arglead, 'file') or {}
   elseif sub == 'memory' then
     if n == 2 then
       return matching({ 'add', 'remove' })

@@ -3,6 +3,27 @@ local M = {}
 
 local health = vim.health
 
+--- The OS sandbox of this session's planner processes (`capabilities.experimental.planwire.sandbox`).
+function M.sandbox(state, mode)
+  if state == 'enforced' then
+    health.ok('sandbox: enforced (planners run under Landlock and cannot write to your files)')
+  elseif state == 'unavailable' then
+    health.warn('sandbox: unavailable: this system has no Landlock, so planners run without the OS sandbox', {
+      'Only the planner\'s own plan mode keeps it from writing; planwire still checks the work tree after each pass.',
+      'Use Linux 5.13 or later with Landlock enabled, or set init_options = { sandbox = "required" } to refuse to plan without it.',
+    })
+  elseif state == 'off' then
+    health.warn('sandbox: off (init_options.sandbox = "off"): planners run without the OS sandbox', {
+      'Remove init_options.sandbox (or set it to "auto") to plan inside the sandbox.',
+    })
+  else
+    health.warn('sandbox: the server did not report its state (' .. tostring(state) .. ')')
+  end
+  if mode then
+    health.info('init_options.sandbox: ' .. tostring(mode))
+  end
+end
+
 function M.check()
   local planwire = require('planwire')
   local client = require('planwire.client')
@@ -18,12 +39,13 @@ function M.check()
   end
 
   health.start('planwire: server binary')
-  local cmd = cfg.cmd
-  local bin = type(cmd) == 'table' and cmd[1] or nil
-  local path = bin and vim.fn.exepath(bin) or ''
-  if not bin or path == '' then
-    health.error(('server binary not found: %s'):format(tostring(bin)), {
-      'Build it with `cargo build -p planwire` and put it on PATH,',
+  local cmd, why = planwire.server_cmd()
+  local bin = cmd[1]
+  local path = vim.fn.exepath(bin)
+  if path == '' then
+    health.error(('server binary not found: %s (%s)'):format(tostring(bin), why), {
+      'Build it in the plugin root with `cargo build --release -p planwire` (a plugin manager build hook;',
+      'see the README), or `cargo install --path server` to put `planwire` on PATH,',
       "or point the plugin at it: require('planwire').setup({ cmd = { '/path/to/planwire', '--stdio' } })",
     })
     return
@@ -36,6 +58,7 @@ function M.check()
   else
     health.warn(('%s --version failed: %s'):format(path, ok and vim.trim((res and res.stderr) or '') or tostring(res)))
   end
+  health.info('uses it because it is ' .. why)
   health.info('command: ' .. table.concat(cmd, ' '))
 
   health.start('planwire: server')
@@ -56,6 +79,7 @@ function M.check()
   if caps and caps.protocolVersion then
     health.info('protocol version ' .. tostring(caps.protocolVersion))
   end
+  M.sandbox(caps and caps.sandbox, (cfg.init_options or {}).sandbox)
 
   local store = status.store or {}
   if store.path then

@@ -4,8 +4,10 @@ local M = {}
 
 --- Defaults of `require('planwire').setup()`.
 M.defaults = {
-  --- Command that starts the server.
-  cmd = { 'planwire', '--stdio' },
+  --- Command that starts the server; nil: the plugin's own build
+  --- (`<plugin root>/target/release/planwire`, what a plugin manager's build hook
+  --- `cargo build --release -p planwire` makes), else `planwire` on PATH. See M.server_cmd().
+  cmd = nil,
   --- SQLite file of tickets; nil lets the server choose ($XDG_DATA_HOME/planwire/planwire.db).
   db_path = nil,
   --- Planner for new tickets (`claude`, `opencode`, `codex`, `script`); nil: the server's default.
@@ -31,11 +33,57 @@ function M.setup(opts)
   if opts.cmd ~= nil then
     M.config.cmd = opts.cmd -- lists replace, never merge
   end
-  if type(M.config.cmd) ~= 'table' or type(M.config.cmd[1]) ~= 'string' then
+  if M.config.cmd ~= nil and (type(M.config.cmd) ~= 'table' or type(M.config.cmd[1]) ~= 'string') then
     error("planwire.setup: cmd must be a list such as { 'planwire', '--stdio' }", 2)
   end
   M._define_command()
   return M
+end
+
+--- This plugin's directory (the one with `lua/planwire/`).
+M.plugin_dir = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
+
+--- The directories a plugin manager's build hook may have built the server in: the plugin
+--- directory, and the planwire repository it belongs to (a plugin manager clones the whole
+--- repository and puts `editors/nvim` on the runtimepath).
+function M.plugin_roots()
+  local roots = { M.plugin_dir }
+  local repo = vim.fn.fnamemodify(M.plugin_dir, ':h:h')
+  if vim.fn.filereadable(repo .. '/Cargo.toml') == 1 and vim.fn.isdirectory(repo .. '/server') == 1 then
+    table.insert(roots, repo)
+  end
+  return roots
+end
+
+--- The command that starts the server, and why that one: `setup({ cmd })` when given, else
+--- `<plugin root>/target/release/planwire` when it was built, else `planwire` on PATH.
+--- @return string[] cmd, string why
+function M.server_cmd()
+  if M.config.cmd then
+    return M.config.cmd, 'set by setup({ cmd })'
+  end
+  for _, root in ipairs(M.plugin_roots()) do
+    local bin = root .. '/target/release/planwire'
+    if vim.fn.executable(bin) == 1 then
+      return { bin, '--stdio' }, 'built in the plugin root ' .. root .. ' (cargo build --release -p planwire)'
+    end
+  end
+  local path = vim.fn.exepath('planwire')
+  if path ~= '' then
+    return { path, '--stdio' }, 'found on PATH'
+  end
+  return { 'planwire', '--stdio' }, 'not built in the plugin root and not on PATH'
+end
+
+--- For 'statusline' (`%{v:lua.require'planwire'.statusline()}`): "planwire: 2 need input"
+--- while tickets wait for an answer, else "". Cheap, and never starts the server.
+function M.statusline()
+  local client = package.loaded['planwire.client']
+  local n = client and client.needs_input() or 0
+  if n == 0 then
+    return ''
+  end
+  return ('planwire: %d need%s input'):format(n, n == 1 and 's' or '')
 end
 
 --- Defines :Planwire and the autocmds of planwire:// buffers. Idempotent and cheap.
@@ -55,34 +103,23 @@ function M._define_command()
     end,
   })
   local group = vim.api.nvim_create_augroup('planwire', { clear = true })
-  vim.api.nvim_create_autocmd('BufReadCmd', {
-    group = group,
-    pattern = 'planwire://ticket/*',
-    callback = function(ev)
-      require('planwire.transcript').on_read(ev.buf, ev.match)
-    end,
-  })
-  vim.api.nvim_create_autocmd('BufReadCmd', {
-    group = group,
-    pattern = 'planwire://run/*',
-    callback = function(ev)
-      require('planwire.transcript').on_read_run(ev.buf, ev.match)
-    end,
-  })
-  vim.api.nvim_create_autocmd('BufReadCmd', {
-    group = group,
-    pattern = 'planwire://memory*',
-    callback = function(ev)
-      require('planwire.memory').on_read(ev.buf)
-    end,
-  })
-  vim.api.nvim_create_autocmd('BufReadCmd', {
-    group = group,
-    pattern = 'planwire://tickets*',
-    callback = function(ev)
-      require('planwire.tickets').on_read(ev.buf)
-    end,
-  })
+  -- each planwire:// buffer kind: its pattern, the module that reads it, and its function
+  for _, reader in ipairs({
+    { 'planwire://ticket/*', 'planwire.transcript', 'on_read' },
+    { 'planwire://run/*', 'planwire.transcript', 'on_read_run' },
+    { 'planwire://edit/*', 'planwire.edit', 'on_read_edit' },
+    { 'planwire://plan/*', 'planwire.plans', 'on_read' },
+    { 'planwire://memory*', 'planwire.memory', 'on_read' },
+    { 'planwire://tickets*', 'planwire.tickets', 'on_read' },
+  }) do
+    vim.api.nvim_create_autocmd('BufReadCmd', {
+      group = group,
+      pattern = reader[1],
+      callback = function(ev)
+        require(reader[2])[reader[3]](ev.buf, ev.match)
+      end,
+    })
+  end
 end
 
 return M

@@ -222,8 +222,9 @@ function M.on_question(ticket_id, run_id, question)
     require('planwire.transcript').on_ticket(t)
     require('planwire.tickets').on_ticket(t)
   end
+  -- the person may be anywhere (another buffer, tab or project): say how to answer
   local first = (question.items or {})[1] or {}
-  client.notify(('ticket %d asks: %s (:Planwire answer %d)'):format(ticket_id, label_of(first), ticket_id),
+  client.notify(('ticket %d asks: %s (answer with :Planwire answer %d)'):format(ticket_id, label_of(first), ticket_id),
     vim.log.levels.WARN)
   if require('planwire').config.ask_on_question then
     vim.schedule(function()

@@ -1,5 +1,5 @@
---- The tickets buffer `planwire://tickets`: one line per ticket (id, status word, title) and its
---- open questions. <CR> opens the transcript; p, s and a plan, stop and answer; r refreshes.
+--- The tickets buffer `planwire://tickets`: one line per ticket (id, status word, title, branch)
+--- and its open questions. <CR> opens the transcript; p, s and a plan, stop and answer; r refreshes.
 local M = {}
 
 local api = vim.api
@@ -62,9 +62,14 @@ function M.render()
   if not view or not api.nvim_buf_is_valid(view.buf) then
     return
   end
+  local waiting = 0
+  for _, t in pairs(view.tickets) do
+    waiting = waiting + (t.status == 'needs_input' and 1 or 0)
+  end
   local lines = {
-    'planwire tickets · ' .. view.root,
-    '<CR> transcript · p plan · s stop · a answer · d delete · r refresh · q close',
+    'planwire tickets · ' .. view.root .. (waiting > 0 and (' · %d need%s input (a answers)'):format(waiting,
+      waiting == 1 and 's' or '') or ''),
+    '<CR> transcript · p plan · s stop · a answer · e edit · d delete · r refresh · q close',
     '',
   }
   local hls = {}
@@ -86,9 +91,14 @@ function M.render()
       local t = view.tickets[id]
       local idcol = ('#%-4d'):format(id)
       local status = ('%-12s'):format(t.status or '?')
-      table.insert(lines, ('%s %s %s%s'):format(idcol, status, one_line(t.title), after_text(t)))
+      local head = ('%s %s %s'):format(idcol, status, one_line(t.title))
+      local branch = t.branch and (' · branch ' .. one_line(t.branch)) or ''
+      table.insert(lines, head .. branch .. after_text(t))
       view.line_ticket[#lines] = id
       table.insert(hls, { #lines - 1, #idcol + 1, #idcol + 1 + #(t.status or '?'), STATUS_HL[t.status] or 'Normal' })
+      if branch ~= '' then
+        table.insert(hls, { #lines - 1, #head + #' · ', #head + #branch, 'Special' })
+      end
       for _, q in ipairs(t.openQuestions or {}) do
         for _, item in ipairs(q.items or {}) do
           local head = (item.header and item.header ~= '') and (one_line(item.header) .. ': ') or ''
@@ -133,6 +143,7 @@ function M.refresh(cb)
         view.tickets[t.id] = t
         client.state.tickets[t.id] = t
       end
+      client.needs_input_changed()
     end
     M.render()
     if cb then
@@ -219,6 +230,9 @@ local function setup_buffer(buf, root)
   map('d', with_ticket(function(id)
     commands.delete(id)
   end), 'planwire: delete (asks first)')
+  map('e', with_ticket(function(id)
+    require('planwire.edit').edit(id)
+  end), 'planwire: edit the title and description')
   map('r', function()
     M.refresh()
   end, 'planwire: refresh')

@@ -1,10 +1,17 @@
 --- The transcript buffer `planwire://ticket/<id>`: a live, read-only markdown view of a
---- ticket's runs. Events are kept per run by seq (no gaps, no doubles) and the buffer is
---- re-rendered from the first line that changed.
+--- ticket's runs (and `planwire://run/<id>`, a breakdown's progress). Each run's events become
+--- items (`planwire.model`: by seq, no gaps, no doubles; live blocks by delta offset), and each
+--- item a block of the buffer's layout (`planwire.layout`), so an update writes only the lines
+--- it changes: new items are appended, a tool result or a streamed delta rewrites its own
+--- item's lines. This module keeps the views, catches them up (`getTranscript`, with the
+--- `openBlocks` of a live run) and renders them.
 local M = {}
 
 local api = vim.api
 local client = require('planwire.client')
+local layout = require('planwire.layout')
+local render = require('planwire.render')
+local model = require('planwire.model')
 
 M.ns = api.nvim_create_namespace('planwire.transcript')
 M.prefix = 'planwire://ticket/'
@@ -52,448 +59,138 @@ function M.ticket_at_cursor()
   if not view or view.buf ~= api.nvim_get_current_buf() then
     return nil
   end
-  return view.line_ticket and view.line_ticket[api.nvim_win_get_cursor(0)[1]] or nil
+  local row = view.layout and view.layout:block_range(view.foot, 1)
+  if not row then
+    return nil
+  end
+  return view.foot_tickets[api.nvim_win_get_cursor(0)[1] - row] or nil
 end
 
--- Text ----------------------------------------------------------------------------------------
+-- Text (in planwire.render; kept here for callers) ----------------------------------------------
 
---- Removes the `<planwire-…>` JSON blocks (`plan`, and a breakdown's `outline`, `expansion`,
---- `research-selection`, `research`), and an unfinished one still streaming, from text.
-function M.strip_plan(text)
-  text = text:gsub('<planwire%-([%w%-]+)>.-</planwire%-%1>', '')
-  local open = text:find('<planwire%-[%w%-]+>')
-  if open then
-    text = text:sub(1, open - 1)
-  end
-  -- a tag cut in the middle while streaming: "...<planw" or "...<planwire-outl"
-  local partial = text:find('<planwire%-[%w%-]*$')
-  if partial then
-    return text:sub(1, partial - 1)
-  end
-  local tag = '<planwire-'
-  for n = #tag - 1, 2, -1 do
-    if text:sub(-n) == tag:sub(1, n) then
-      text = text:sub(1, -n - 1)
-      break
+M.strip_plan = render.strip_plan
+M.question_lines = render.question_lines
+M.answer_lines = render.answer_lines
+M.dependency_order = render.dependency_order
+M.after_text = render.after_text
+local RUN_ACTIVE = render.RUN_ACTIVE
+
+-- Runs ----------------------------------------------------------------------------------------
+--
+-- A view holds, per run, its model (`planwire.model`): the items its events became, in order.
+-- Item `i` of a run is block `i + 1` of the run's layout section (block 1 is the run's heading),
+-- so an event that changes an item (a tool result, a delta, the stored text that closes a
+-- streamed block) finds its lines through the item. A second section per run is its foot.
+
+--- Inserts the run's sections into the view's layout, in run order: its items (the heading
+--- first) and its foot. The view's head is section 1, so the run at `i` takes `2i` and `2i + 1`.
+local function add_section(view, r)
+  for i, id in ipairs(view.order) do
+    if id == r.id then
+      r.sec = view.layout:insert_section(2 * i)
+      r.foot = view.layout:insert_section(2 * i + 1)
+      r.shown, r.changed = 0, {}
+      return
     end
   end
-  return text
 end
-
-local function one_line(s, max)
-  s = tostring(s or ''):gsub('%s*\n%s*', ' ⏎ '):gsub('%s+$', '')
-  max = max or 160
-  if vim.fn.strchars(s) > max then
-    s = vim.fn.strcharpart(s, 0, max - 1) .. '…'
-  end
-  return s
-end
-
-local function split_lines(s)
-  return vim.split(s, '\n', { plain = true })
-end
-
--- Model ---------------------------------------------------------------------------------------
 
 local function new_run(view, run_id)
   local r = view.runs[run_id]
   if not r then
-    r = { id = run_id, last_seq = 0, pending = {}, items = {}, tools = {}, subagents = {} }
+    r = model.new_run(run_id)
     view.runs[run_id] = r
     table.insert(view.order, run_id)
     table.sort(view.order)
+    if view.layout then
+      add_section(view, r)
+    end
   end
   return r
 end
 
---- Adds one event (already in seq order) to a run's items.
-local function add_event(r, ev)
-  local agent = ev.agentRunId
-  local depth = (agent and r.subagents[agent]) and 1 or 0
-  local kind = ev.kind
-  if kind == 'text' or kind == 'reasoning' then
-    -- the server sends whole blocks (the Claude adapter folds partial deltas into them), so
-    -- each event is its own paragraph
-    table.insert(r.items, { kind = kind, text = ev.text or '', agent = agent, depth = depth, final = ev.final })
+--- A piece of streamed text or reasoning (`planwire/delta`), continued at its `offset`. While
+--- the view catches up it is dropped: the page that reaches the run's last seq brings the
+--- block as far as it was sent (`openBlocks`). A gap (a piece past what is shown) asks for
+--- that page once.
+local function add_delta(view, r, agent, kind, text, offset)
+  if view.syncing then
     return
   end
-  if kind == 'toolCall' then
-    local item = { kind = 'tool', name = ev.name, input = ev.input, depth = depth }
-    if ev.callId then
-      r.tools[ev.callId] = item
-    end
-    table.insert(r.items, item)
-  elseif kind == 'toolResult' then
-    local item = ev.callId and r.tools[ev.callId]
-    if item then
-      item.status, item.output = ev.status, ev.output
-    else
-      table.insert(r.items, { kind = 'tool', name = 'result', input = '', status = ev.status, output = ev.output, depth = depth })
-    end
-  elseif kind == 'subagent' then
-    if ev.phase == 'start' then
-      if agent then
-        r.subagents[agent] = ev.label or true
-      end
-      table.insert(r.items, { kind = 'line', text = '↳ subagent: ' .. one_line(ev.label), depth = depth + 1, hl = 'Special' })
-    else
-      table.insert(r.items, {
-        kind = 'line',
-        text = '↳ subagent done: ' .. one_line(ev.label) .. (ev.status and (' (' .. one_line(ev.status) .. ')') or ''),
-        depth = math.max(depth, 1),
-        hl = 'Special',
-      })
-    end
-  elseif kind == 'usage' then
-    table.insert(r.items, {
-      kind = 'line',
-      text = ('_usage: %d in · %d out · %d cache read · %d cache write · $%.4f_'):format(
-        ev.inputTokens or 0, ev.outputTokens or 0, ev.cacheReadTokens or 0, ev.cacheWriteTokens or 0, ev.costUsd or 0),
-      depth = depth,
-      hl = 'Comment',
-    })
-  elseif kind == 'error' then
-    table.insert(r.items, {
-      kind = 'line',
-      text = '**error** (' .. tostring(ev.errorKind or 'unknown') .. '): ' .. one_line(ev.message, 400),
-      depth = depth,
-      hl = 'DiagnosticError',
-      blank_before = true,
-    })
-  elseif kind == 'question' then
-    table.insert(r.items, {
-      kind = 'line',
-      text = '❓ question ' .. tostring(ev.questionId) .. ' — answer with `:Planwire answer`',
-      depth = depth,
-      blank_before = true,
-      hl = 'DiagnosticWarn',
-    })
-  elseif kind == 'raw' then
-    table.insert(r.items, { kind = 'line', text = '· ' .. one_line(ev.line, 120), depth = depth, hl = 'Comment' })
+  if model.delta(r, agent, kind, text, offset) == 'gap' and model.may_resync(r, agent, kind) then
+    M.sync(view)
   end
-  -- `session` and unknown kinds are not shown
-end
-
---- Feeds events of one run, dropping those already seen and holding those after a gap.
---- @return boolean gap true when events are missing before some held one
-local function feed(view, r, events)
-  for _, ev in ipairs(events) do
-    if type(ev.seq) == 'number' and ev.seq > r.last_seq then
-      r.pending[ev.seq] = ev
-    end
-  end
-  while r.pending[r.last_seq + 1] do
-    local ev = r.pending[r.last_seq + 1]
-    r.pending[r.last_seq + 1] = nil
-    r.last_seq = r.last_seq + 1
-    add_event(r, ev)
-  end
-  for seq in pairs(r.pending) do
-    if seq <= r.last_seq then
-      r.pending[seq] = nil
-    end
-  end
-  return next(r.pending) ~= nil
 end
 
 -- Rendering -----------------------------------------------------------------------------------
+--
+-- Each render writes only what changed since the last one: the head and foot blocks (small,
+-- rebuilt and compared), each run's heading, the items touched, and the items added. A view
+-- opened on a long transcript writes each page of catch-up once, appended.
 
-local STATUS_WORD = {
-  needs_input = 'needs input',
-}
-
-local function indent(depth)
-  return string.rep('  ', depth or 0)
-end
-
-local function render_item(item, out)
-  local pad = indent(item.depth)
-  if item.kind == 'text' or item.kind == 'reasoning' then
-    local text = item.kind == 'text' and M.strip_plan(item.text) or item.text
-    text = text:gsub('^%s*\n', ''):gsub('%s+$', '')
-    if text == '' then
-      return
-    end
-    local quote = item.kind == 'reasoning' and '> ' or ''
-    if #out > 0 and out[#out][1] ~= '' then
-      table.insert(out, { '' })
-    end
-    for _, l in ipairs(split_lines(text)) do
-      table.insert(out, { pad .. quote .. l, item.kind == 'reasoning' and 'Comment' or nil })
-    end
-    table.insert(out, { '' })
-  elseif item.kind == 'tool' then
-    local mark = ({ completed = '✓', error = '✗', running = '…' })[item.status or 'running'] or '…'
-    local s = ('%s▸ %s %s %s'):format(pad, one_line(item.name, 40), one_line(item.input, 100), mark)
-    if item.status == 'error' and item.output and item.output ~= '' then
-      s = s .. ' ' .. one_line(item.output, 120)
-    end
-    table.insert(out, { s, item.status == 'error' and 'DiagnosticError' or 'Comment' })
-  else
-    if item.blank_before and #out > 0 and out[#out][1] ~= '' then
-      table.insert(out, { '' })
-    end
-    table.insert(out, { pad .. item.text, item.hl })
-  end
-end
-
-local function bullet_list(out, heading, list, checkbox)
-  if type(list) ~= 'table' or #list == 0 then
-    return
-  end
-  table.insert(out, { '## ' .. heading })
-  table.insert(out, { '' })
-  for _, s in ipairs(list) do
-    local lines = split_lines(tostring(s))
-    table.insert(out, { (checkbox and '- [ ] ' or '- ') .. lines[1] })
-    for i = 2, #lines do
-      table.insert(out, { '  ' .. lines[i] })
-    end
-  end
-  table.insert(out, { '' })
-end
-
---- Renders a question record as markdown lines.
-function M.question_lines(q, out)
-  out = out or {}
-  table.insert(out, { ('### Question %d (%s)'):format(q.id, q.status or 'open'), 'DiagnosticWarn' })
-  table.insert(out, { '' })
-  for _, item in ipairs(q.items or {}) do
-    local head = (item.header and item.header ~= '') and ('**' .. one_line(item.header) .. '**: ') or ''
-    table.insert(out, { '- ' .. head .. one_line(item.question, 400) })
-    for _, opt in ipairs(item.options or {}) do
-      local d = (opt.description and opt.description ~= '') and (' — ' .. one_line(opt.description)) or ''
-      table.insert(out, { '  - `' .. one_line(opt.label) .. '`' .. d })
-    end
-  end
-  table.insert(out, { '' })
-  return out
-end
-
---- Renders what was answered to a question (its `answers`, one per item) as markdown lines.
-function M.answer_lines(q, out)
-  out = out or {}
-  for i, item in ipairs(q.items or {}) do
-    local a = (q.answers or {})[i] or {}
-    local parts = {}
-    for _, label in ipairs(type(a.selected) == 'table' and a.selected or {}) do
-      table.insert(parts, '`' .. one_line(label) .. '`')
-    end
-    if type(a.other) == 'string' and a.other ~= '' then
-      table.insert(parts, one_line(a.other, 400))
-    end
-    local head = (item.header and item.header ~= '') and ('**' .. one_line(item.header) .. '**: ') or ''
-    table.insert(out, { '- ' .. head .. one_line(item.question, 400) })
-    table.insert(out, { '  → ' .. (#parts > 0 and table.concat(parts, ', ') or '(no answer)') })
-  end
-  return out
-end
-
---- Ticket ids of `tickets` (a list) so that every ticket comes after those it depends on
---- (ties: lower id first). Dependencies outside the list are ignored; cycles cannot stall it.
-function M.dependency_order(tickets)
-  local by_id, ids = {}, {}
-  for _, t in ipairs(tickets) do
-    by_id[t.id] = t
-    table.insert(ids, t.id)
-  end
-  table.sort(ids)
-  local done, order = {}, {}
-  local function visit(id, stack)
-    if done[id] or stack[id] then
-      return
-    end
-    stack[id] = true
-    local deps = vim.deepcopy(type(by_id[id].dependsOn) == 'table' and by_id[id].dependsOn or {})
-    table.sort(deps, function(a, b)
-      return tostring(a) < tostring(b)
-    end)
-    for _, d in ipairs(deps) do
-      if by_id[d] then
-        visit(d, stack)
-      end
-    end
-    stack[id] = nil
-    done[id] = true
-    table.insert(order, id)
-  end
-  for _, id in ipairs(ids) do
-    visit(id, {})
-  end
-  return order
-end
-
---- " · after #3, #4" for a ticket with dependencies, else "".
-function M.after_text(ticket)
-  local deps = type(ticket.dependsOn) == 'table' and ticket.dependsOn or {}
-  if #deps == 0 then
-    return ''
-  end
+--- The text of lines, to tell whether a block changed.
+local function signature(lines)
   local parts = {}
-  for _, d in ipairs(deps) do
-    table.insert(parts, '#' .. tostring(d))
+  for i, l in ipairs(lines) do
+    parts[i] = l[1] .. '\1' .. (l[2] or '') .. (l.spans and vim.inspect(l.spans) or '')
   end
-  return ' · after ' .. table.concat(parts, ', ')
+  return table.concat(parts, '\n')
 end
 
-local RUN_ACTIVE = { queued = true, running = true }
+--- Sets a block from lines when they differ from what it shows.
+local function put(view, sec, i, key, lines, before, after)
+  local sig = signature(lines)
+  if view.sigs[key] ~= sig then
+    view.sigs[key] = sig
+    view.layout:set_block(sec, i, { lines = lines, before = before, after = after })
+  end
+end
 
---- All lines of a breakdown view (`planwire://run/<id>`): { {text, hl?, ticket?}, ... }.
-local function build_run(view)
-  local run = client.state.runs[view.run_id] or {}
-  local out = {}
-  local desc = view.description or ''
-  local first = vim.split(vim.trim(desc), '\n', { plain = true })[1] or ''
-  table.insert(out, { '# Breakdown' .. (first ~= '' and (': ' .. one_line(first, 200)) or (' ' .. view.run_id)) })
-  local tool = run.tool and (run.tool .. (run.model and (' ' .. run.model) or '')) or ''
-  table.insert(out, { ('_breakdown run %d · %s%s_'):format(view.run_id, run.status or 'loading',
-    tool ~= '' and (' · ' .. tool) or '') })
-  table.insert(out, { '' })
-  if vim.trim(desc) ~= '' then
-    for _, l in ipairs(split_lines(vim.trim(desc))) do
-      table.insert(out, { '> ' .. l, 'Comment' })
-    end
-    table.insert(out, { '' })
+--- A fresh layout of the view's buffer, every item to be written again: the one-pass render of
+--- a view opened (or reloaded) on a transcript.
+local function new_layout(view)
+  view.layout = layout.new(view.buf, M.ns)
+  view.sigs = {}
+  view.head = view.layout:insert_section()
+  view.foot = view.layout:insert_section()
+  for _, id in ipairs(view.order) do
+    add_section(view, view.runs[id])
   end
-  if view.error then
-    table.insert(out, { '**error:** ' .. one_line(view.error, 400), 'DiagnosticError' })
-    table.insert(out, { '' })
-  end
-  if type(run.failure) == 'table' then
-    table.insert(out, { ('**%s** (%s): %s'):format(run.status or 'failed', tostring(run.failure.code or '?'),
-      one_line(run.failure.message, 400)), 'DiagnosticError' })
-    table.insert(out, { '' })
-  end
-  if view.agent_runs and #view.agent_runs > 0 then
-    table.insert(out, { '## Passes' })
-    table.insert(out, { '' })
-    for _, a in ipairs(view.agent_runs) do
-      local pad = a.parentId and '  ' or ''
-      table.insert(out, { ('%s- %s · %s'):format(pad, one_line(a.label, 80), tostring(a.status)),
-        a.status == 'failed' and 'DiagnosticError' or nil })
-    end
-    table.insert(out, { '' })
-  end
-  local r = view.runs[view.run_id]
-  if r and #r.items > 0 then
-    table.insert(out, { '## Transcript' })
-    table.insert(out, { '' })
-    for _, item in ipairs(r.items) do
-      render_item(item, out)
-    end
-    if out[#out][1] ~= '' then
-      table.insert(out, { '' })
-    end
-  end
+end
+
+--- The breakdown's tickets, as its foot lists them.
+local function breakdown_tickets(view)
   local list = {}
   for _, t in pairs(view.tickets or {}) do
     table.insert(list, client.state.tickets[t.id] or t)
   end
-  if #list > 0 then
-    table.insert(out, { ('## Tickets (%d, in dependency order)'):format(#list) })
-    table.insert(out, { '' })
-    local by_id = {}
-    for _, t in ipairs(list) do
-      by_id[t.id] = t
-    end
-    for _, id in ipairs(M.dependency_order(list)) do
-      local t = by_id[id]
-      table.insert(out, { ('- #%d %s · %s%s'):format(id, one_line(t.title, 200), tostring(t.status or '?'),
-        M.after_text(t)), nil, id })
-    end
-    table.insert(out, { '' })
-    table.insert(out, { '_<CR> on a ticket opens its transcript · :Planwire tickets lists them all_', 'Comment' })
-  elseif run.status and not RUN_ACTIVE[run.status] then
-    table.insert(out, { '_no tickets were created_', 'Comment' })
-  end
-  while #out > 1 and out[#out][1] == '' do
-    table.remove(out)
-  end
-  return out
+  return list
 end
 
---- All lines of a view: { {text, hl?}, ... }.
-local function build(view)
-  if view.run_id then
-    return build_run(view)
-  end
-  local t = client.state.tickets[view.ticket_id] or {}
-  local out = {}
-  table.insert(out, { '# ' .. one_line(t.title or ('Ticket ' .. view.ticket_id), 200) })
-  local status = t.status and (STATUS_WORD[t.status] or t.status) or 'loading'
-  local tool = t.tool and (t.tool .. (t.model and (' ' .. t.model) or '')) or ''
-  table.insert(out, { ('_ticket %d · %s%s_'):format(view.ticket_id, status, tool ~= '' and (' · ' .. tool) or '') })
-  if t.initiativeRunId then
-    table.insert(out, { ('_from breakdown run %d%s_'):format(t.initiativeRunId, M.after_text(t)), 'Comment' })
-  end
-  table.insert(out, { '' })
-  if view.error then
-    table.insert(out, { '**error:** ' .. one_line(view.error, 400), 'DiagnosticError' })
-    table.insert(out, { '' })
-  end
-  for _, run_id in ipairs(view.order) do
-    local r = view.runs[run_id]
-    local run = client.state.runs[run_id] or {}
-    local head = ('## Run %d · %s'):format(run_id, run.status or 'running')
-    if type(run.failure) == 'table' then
-      head = head .. ' · ' .. one_line((run.failure.code or '') .. ': ' .. (run.failure.message or ''), 200)
+local function render_runs(view)
+  for _, id in ipairs(view.order) do
+    local r = view.runs[id]
+    local run = client.state.runs[id] or {}
+    local heading
+    if view.run_id then
+      heading = #r.items > 0 and { { '## Transcript' } } or {}
+    else
+      heading = render.run_heading(id, run)
     end
-    table.insert(out, { head, type(run.failure) == 'table' and run.status == 'failed' and 'DiagnosticError' or nil })
-    table.insert(out, { '' })
-    for _, item in ipairs(r.items) do
-      render_item(item, out)
+    put(view, r.sec, 1, 'run' .. id, heading, true, true)
+    put(view, r.foot, 1, 'runfoot' .. id, render.run_foot(run), true, true)
+    for idx in pairs(r.changed) do
+      view.layout:set_block(r.sec, idx + 1, render.item_block(r.items[idx]))
     end
-    if out[#out][1] ~= '' then
-      table.insert(out, { '' })
+    r.changed = {}
+    for idx = r.shown + 1, #r.items do
+      view.layout:set_block(r.sec, idx + 1, render.item_block(r.items[idx]))
     end
+    r.shown = #r.items
   end
-  local plan = t.plan
-  if type(plan) == 'table' then
-    table.insert(out, { '---' })
-    table.insert(out, { '' })
-    table.insert(out, { '# Plan: ' .. one_line(plan.title or t.title or '', 200) })
-    table.insert(out, { '' })
-    local desc = tostring(plan.description or ''):gsub('%s+$', '')
-    if desc ~= '' then
-      for _, l in ipairs(split_lines(desc)) do
-        table.insert(out, { l })
-      end
-      table.insert(out, { '' })
-    end
-    bullet_list(out, 'Acceptance criteria', plan.acceptanceCriteria, true)
-    if not (t.openQuestions and #t.openQuestions > 0) then
-      bullet_list(out, 'Open questions', plan.openQuestions)
-    end
-    bullet_list(out, 'Dependencies', plan.dependencies)
-  end
-  local answered = {}
-  for _, q in ipairs(view.questions or {}) do
-    if q.status == 'answered' and type(q.answers) == 'table' then
-      table.insert(answered, q)
-    end
-  end
-  if #answered > 0 then
-    table.insert(out, { '## Answered questions' })
-    table.insert(out, { '' })
-    for _, q in ipairs(answered) do
-      M.answer_lines(q, out)
-    end
-    table.insert(out, { '' })
-  end
-  if type(t.openQuestions) == 'table' and #t.openQuestions > 0 then
-    table.insert(out, { '## Questions waiting for an answer (`:Planwire answer`)', 'DiagnosticWarn' })
-    table.insert(out, { '' })
-    for _, q in ipairs(t.openQuestions) do
-      M.question_lines(q, out)
-    end
-  end
-  while #out > 1 and out[#out][1] == '' do
-    table.remove(out)
-  end
-  return out
 end
 
-local function render(view)
+local function draw(view)
   view.render_scheduled = false
   local buf = view.buf
   if not api.nvim_buf_is_valid(buf) then
@@ -503,45 +200,27 @@ local function render(view)
   if t and t.root and vim.b[buf].planwire_root ~= t.root then
     vim.b[buf].planwire_root = t.root -- commands run from here act on the ticket's project
   end
-  local out = build(view)
-  local lines = {}
-  view.line_ticket = {}
-  for i, l in ipairs(out) do
-    lines[i] = l[1]
-    view.line_ticket[i] = l[3]
+  if not view.layout then
+    new_layout(view)
   end
-  local old = view.lines or api.nvim_buf_get_lines(buf, 0, -1, false)
-  local from = 1
-  while from <= #lines and from <= #old and lines[from] == old[from] do
-    from = from + 1
+  local head, foot
+  if view.run_id then
+    local run = client.state.runs[view.run_id] or {}
+    head = render.breakdown_head(view.run_id, run, view.description, view.error, view.agent_runs)
+    foot = render.breakdown_foot(run, breakdown_tickets(view))
+  else
+    t = t or {}
+    head = render.ticket_head(view.ticket_id, t, view.error)
+    foot = render.ticket_foot(t, view.questions, view.usage)
   end
-  if from > #lines and from > #old then
-    return -- nothing changed
-  end
-  -- windows that follow the end of the transcript keep following it
-  local followers = {}
-  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    local row = api.nvim_win_get_cursor(win)[1]
-    if row >= #old or #old <= 3 then
-      table.insert(followers, win)
-    end
-  end
-  vim.bo[buf].modifiable = true
-  api.nvim_buf_set_lines(buf, from - 1, -1, false, vim.list_slice(lines, from))
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].modified = false
-  view.lines = lines
-  api.nvim_buf_clear_namespace(buf, M.ns, from - 1, -1)
-  for i = from, #out do
-    local hl = out[i][2]
-    if hl and #lines[i] > 0 then
-      api.nvim_buf_set_extmark(buf, M.ns, i - 1, 0, { end_col = #lines[i], hl_group = hl, priority = 200 })
-    end
-  end
-  for _, win in ipairs(followers) do
-    if api.nvim_win_is_valid(win) then
-      api.nvim_win_set_cursor(win, { #lines, 0 })
-    end
+  put(view, view.head, 1, 'head', head, false, true)
+  render_runs(view)
+  put(view, view.foot, 1, 'foot', foot, true, false)
+  view.foot_tickets = vim.tbl_map(function(l)
+    return l[3] or false
+  end, foot)
+  if view.layout:flush() then
+    view.rendered = (view.rendered or 0) + 1
   end
 end
 
@@ -549,7 +228,7 @@ local function schedule_render(view)
   if not view.render_scheduled then
     view.render_scheduled = true
     vim.schedule(function()
-      render(view)
+      draw(view)
     end)
   end
 end
@@ -558,7 +237,7 @@ end
 function M.render_now(id)
   local view = M.views[id]
   if view then
-    render(view)
+    draw(view)
   end
 end
 
@@ -624,6 +303,7 @@ function M.sync(view)
       return client.get_ticket(view.ticket_id, function(err, result)
         if not err and result then
           view.questions = result.questions
+          view.usage = result.usage
         end
         cb(err, result)
       end)
@@ -669,7 +349,12 @@ function M.sync(view)
             return finish(e or { message = 'no transcript' })
           end
           local before = r.last_seq
-          feed(view, r, res.events or {})
+          if res.openBlocks then
+            -- the blocks streaming now follow the events up to lastSeq, not those notified since
+            model.feed(r, res.events or {}, res.lastSeq)
+            model.open_blocks(r, res.openBlocks)
+          end
+          model.feed(r, res.events or {})
           schedule_render(view)
           if not res.done and r.last_seq > before and r.last_seq < (res.lastSeq or 0) then
             return page()
@@ -692,7 +377,7 @@ function M.on_events(ticket_id, run_id, events)
     return
   end
   local r = new_run(view, run_id)
-  if feed(view, r, events) then
+  if model.feed(r, events) then
     M.sync(view) -- a gap: fetch what is missing
   end
   if view.run_id then
@@ -703,6 +388,17 @@ function M.on_events(ticket_id, run_id, events)
       end
     end
   end
+  schedule_render(view)
+end
+
+--- planwire/delta `{ ticketId, runId, agentRunId?, kind, text, offset }` (`ticket_id` is nil for
+--- a breakdown): a piece of the open text or reasoning block, shown at once, in place.
+function M.on_delta(ticket_id, run_id, agent, kind, text, offset)
+  local view = (ticket_id and M.views[ticket_id]) or M.run_views[run_id]
+  if not view or (kind ~= 'text' and kind ~= 'reasoning') or type(text) ~= 'string' then
+    return
+  end
+  add_delta(view, new_run(view, run_id), agent, kind, text, offset)
   schedule_render(view)
 end
 
@@ -740,6 +436,9 @@ function M.on_run(run)
   local view = (run.ticketId and M.views[run.ticketId]) or M.run_views[run.id]
   if not view then
     return
+  end
+  if view.runs[run.id] and not RUN_ACTIVE[run.status or 'running'] then
+    model.close_open(view.runs[run.id])
   end
   if view.run_id then
     -- a breakdown: its passes, and at the end its tickets, come with getRun / listTickets
@@ -809,8 +508,8 @@ local function setup_buffer(buf, id)
     view = { ticket_id = id, buf = buf, runs = {}, order = {} }
     M.views[id] = view
   end
-  view.lines = nil
-  render(view)
+  view.layout = nil -- the buffer is (re)read: write it all again, in one pass
+  draw(view)
   M.sync(view)
   return view
 end
@@ -859,8 +558,8 @@ local function setup_run_buffer(buf, run_id, opts)
     view.description = opts.description
   end
   new_run(view, run_id)
-  view.lines = nil
-  render(view)
+  view.layout = nil -- the buffer is (re)read: write it all again, in one pass
+  draw(view)
   M.sync(view)
   return view
 end

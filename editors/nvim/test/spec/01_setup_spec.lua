@@ -25,13 +25,17 @@ describe('setup', function()
     vim.g.planwire_command_defined = nil
     pcall(vim.api.nvim_del_user_command, 'Planwire')
     local planwire = require('planwire').setup()
-    assert.same({ 'planwire', '--stdio' }, planwire.config.cmd)
+    assert.is_nil(planwire.config.cmd) -- the plugin's own build, else PATH (13_install_spec.lua)
+    assert.equals('--stdio', planwire.server_cmd()[2])
     assert.is_nil(planwire.config.db_path)
     assert.equals(2, vim.fn.exists(':Planwire'))
     vim.cmd('runtime plugin/planwire.lua') -- sourced after setup(): nothing breaks
     assert.equals(2, vim.fn.exists(':Planwire'))
     planwire.setup({ cmd = { 'x', '--stdio' }, model = 'm' })
     assert.same({ 'x', '--stdio' }, planwire.config.cmd)
+    local cmd, why = planwire.server_cmd() -- an explicit cmd wins over any build
+    assert.same({ 'x', '--stdio' }, cmd)
+    assert.equals('set by setup({ cmd })', why)
     assert.equals('m', planwire.config.model)
   end)
 
@@ -39,7 +43,8 @@ describe('setup', function()
     H.fresh()
     local subs = vim.fn.getcompletion('Planwire ', 'cmdline')
     for _, s in ipairs({ 'new', 'plan', 'stop', 'retry', 'answer', 'tickets', 'transcript', 'status', 'delete',
-      'breakdown', 'link', 'unlink', 'links', 'memory' }) do
+      'breakdown', 'link', 'unlink', 'links', 'memory', 'edit', 'set', 'feedback', 'versions', 'diff', 'export',
+      'handoff' }) do
       assert.is_true(vim.tbl_contains(subs, s), s .. ' missing from ' .. vim.inspect(subs))
     end
     assert.same({ 'plan' }, vim.fn.getcompletion('Planwire pl', 'cmdline'))
@@ -48,6 +53,8 @@ describe('setup', function()
     assert.is_true(vim.tbl_contains(vim.fn.getcompletion('Planwire delete ', 'cmdline'), tostring(t.id)))
     assert.is_true(vim.tbl_contains(vim.fn.getcompletion('Planwire delete! ', 'cmdline'), tostring(t.id)))
     assert.same({ 'breakdown' }, vim.fn.getcompletion('Planwire br', 'cmdline'))
+    assert.is_true(vim.tbl_contains(vim.fn.getcompletion('Planwire edit ', 'cmdline'), tostring(t.id)))
+    assert.same({ 'claude', 'codex', 'opencode' }, vim.fn.sort(vim.fn.getcompletion('Planwire handoff ', 'cmdline')))
     assert.same({ 'link', 'links' }, vim.fn.getcompletion('Planwire link', 'cmdline'))
     assert.same({}, vim.fn.getcompletion('Planwire breakdown ', 'cmdline'))
   end)
@@ -83,7 +90,9 @@ describe('doc/planwire.txt', function()
     for _, tag in ipairs({ 'planwire.txt', 'planwire-setup', ':Planwire', ':Planwire-new', ':Planwire-plan',
       ':Planwire-stop', ':Planwire-answer', ':Planwire-tickets', 'planwire-transcript', 'planwire-health',
       ':Planwire-delete', ':Planwire-breakdown', 'planwire-breakdown', ':Planwire-link', ':Planwire-unlink',
-      ':Planwire-links', 'planwire-links', ':Planwire-memory', 'planwire-memory' }) do
+      ':Planwire-links', 'planwire-links', ':Planwire-memory', 'planwire-memory', 'planwire-statusline',
+      ':Planwire-edit', ':Planwire-set', ':Planwire-feedback', ':Planwire-versions', ':Planwire-diff',
+      ':Planwire-export', ':Planwire-handoff', 'planwire-living', 'planwire-sandbox' }) do
       assert.is_true(tags[tag] == true, 'missing tag ' .. tag)
     end
   end)

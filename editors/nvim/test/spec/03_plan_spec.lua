@@ -7,8 +7,8 @@ local function plan_and_wait(id)
   local buf = api.nvim_get_current_buf()
   assert.equals('planwire://ticket/' .. id, api.nvim_buf_get_name(buf))
   H.wait_status(id, 'planned', nil, buf)
-  H.wait('the plan rendered in the transcript', function()
-    return H.text(buf):find('\n# Plan: ', 1, true)
+  H.wait('the plan and the ticket\'s usage rendered in the transcript', function()
+    return H.text(buf):find('\n# Plan: ', 1, true) and H.text(buf):find('\n_all runs of the ticket: ', 1, true)
   end, nil, function()
     return H.text(buf)
   end)
@@ -92,7 +92,7 @@ describe(':Planwire plan', function()
     H.wait('reopened transcript equal to the live one', function()
       return vim.deep_equal(H.lines(buf2), before)
     end, nil, function()
-      return H.text(buf2)
+      return H.text(buf2) .. '\n---- live was:\n' .. table.concat(before, '\n')
     end)
 
     -- restart the server: the open buffer catches up again and stays the same
@@ -161,7 +161,7 @@ describe(':Planwire retry', function()
     H.wait('two run headings', function()
       local n = 0
       for _, l in ipairs(H.lines(buf)) do
-        if l:match('^## Run %d+ · completed$') then
+        if l:match('^## Run %d+ · completed') then
           n = n + 1
         end
       end

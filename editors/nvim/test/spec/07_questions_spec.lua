@@ -1,13 +1,7 @@
 local H = require('helpers')
 local api = vim.api
 
-local function notified(pattern)
-  for _, n in ipairs(_G.planwire_test_notifications) do
-    if tostring(n.msg):find(pattern) then
-      return n
-    end
-  end
-end
+local notified = H.notified
 
 describe('questions', function()
   local restore
@@ -23,12 +17,15 @@ describe('questions', function()
     H.fresh({ model = 'questions' })
     _G.planwire_test_notifications = {}
     local t = H.create_ticket('Ask me', 'x', 'questions')
+    assert.equals('', require('planwire').statusline())
     vim.cmd('Planwire plan')
     local buf = api.nvim_get_current_buf()
     local ticket = H.wait_status(t.id, 'needs_input', nil, buf)
     H.wait('the planwire/question notification', function()
       return notified('ticket ' .. t.id .. ' asks:')
     end)
+    -- the notification says how to answer, wherever the person is
+    assert.truthy(notified('ticket ' .. t.id .. ' asks:').msg:find(':Planwire answer ' .. t.id, 1, true))
     assert.is_true(#ticket.openQuestions > 0)
     local q = ticket.openQuestions[1]
     assert.equals('open', q.status)
@@ -46,6 +43,13 @@ describe('questions', function()
     end, nil, function()
       return H.text(tbuf)
     end)
+    -- the count of tickets needing input: the tickets header and the statusline function
+    assert.truthy(H.lines(tbuf)[1]:find(' · 1 needs input (a answers)', 1, true), H.lines(tbuf)[1])
+    assert.equals('planwire: 1 needs input', require('planwire').statusline())
+    vim.o.statusline = "%{v:lua.require'planwire'.statusline()}"
+    vim.o.laststatus = 2
+    assert.equals('planwire: 1 needs input', vim.api.nvim_eval_statusline(vim.o.statusline, {}).str)
+    vim.o.statusline, vim.o.laststatus = '', 2
   end)
 
   it(':Planwire answer asks through vim.ui and sends a later planwire/answer request', function()

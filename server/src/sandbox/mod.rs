@@ -1,0 +1,236 @@
+//! The OS sandbox around every planner process tree, and the work-tree check behind it.
+//!
+//! Planning is read-only because the kernel says so, not because the model behaves. Every
+//! planner process is started by [`crate::supervisor::spawn`]; when the sandbox is enforced,
+//! its [`SpawnSpec`](crate::supervisor::SpawnSpec) carries a [`Restriction`] built here, in the
+//! parent, and the child applies it between fork and exec (only `PR_SET_NO_NEW_PRIVS` and
+//! `landlock_restrict_self` run there: both are async-signal-safe syscalls). The restriction
+//! is inherited by everything the planner starts: hooks, MCP servers, plugins, its shells.
+//!
+//! The policy is data ([`policy`]): the planner may read and execute anywhere, and write only
+//! beneath the entries listed there, each with the reason it is needed. Everything else is
+//! refused with `EACCES`: the repository, a linked repository, the rest of `HOME`, `/tmp`.
+//! The network stays open (the CLIs need their model APIs).
+//!
+//! Whether or not the OS enforces it, each pass also compares the work tree before and after
+//! ([`snapshot`]): what a sandbox could miss, and the only guard where there is none.
+//!
+//! One module per OS: `linux.rs` (Landlock, the `landlock` crate) and `unsupported.rs` (every
+//! other OS: `unavailable`). A macOS (Seatbelt) or Windows (AppContainer) port is one more
+//! file with the same three functions (`abi`, `build`, `enter`).
+//!
+//! ## Trying it by hand
+//!
+//! - `planwire doctor` prints the state (`enforced (Landlock ABI 7)` on a recent kernel).
+//! - `cargo test -p planwire --lib sandbox` runs a child and a grandchild under the policy:
+//!   their writes to a project root, `HOME` and `/tmp` fail with `EACCES`, reads and the scratch
+//!   directory work.
+//! - Plan a ticket whose description asks for `touch x` or `cat README.md > x` with any real
+//!   CLI: the transcript shows the CLI's shell failing with "Permission denied", and
+//!   `git status` in the root stays clean. While it runs, `grep NoNewPrivs /proc/PID/status`
+//!   of the planner shows `1`.
+//! - `PLANWIRE_TEST_NO_LANDLOCK=1` (test-only) makes planwire behave as on a kernel without
+//!   Landlock: `auto` plans with a warning, `required` refuses.
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+use linux as os;
+#[cfg(not(target_os = "linux"))]
+mod unsupported;
+#[cfg(not(target_os = "linux"))]
+use unsupported as os;
+
+pub mod policy;
+pub mod snapshot;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub use os::{enter, Restriction};
+use planwire_protocol::{SandboxMode, SandboxState};
+pub use policy::{Kind, Writable};
+
+use crate::planners::Tool;
+
+/// Test-only switch: set to `1`, planwire behaves as on a kernel without Landlock.
+pub const TEST_NO_LANDLOCK: &str = "PLANWIRE_TEST_NO_LANDLOCK";
+
+/// What the OS offers: `Ok(version)` (the Landlock ABI on Linux), or why there is no sandbox.
+pub fn support() -> &'static Result<u32, String> {
+    static SUPPORT: OnceLock<Result<u32, String>> = OnceLock::new();
+    SUPPORT.get_or_init(|| {
+        if std::env::var_os(TEST_NO_LANDLOCK).is_some_and(|v| v == "1") {
+            return Err(format!(
+                "{TEST_NO_LANDLOCK}=1 simulates a kernel without Landlock (test-only)"
+            ));
+        }
+        os::abi()
+    })
+}
+
+/// The state runs get under `mode` on this machine.
+pub fn state(mode: SandboxMode) -> SandboxState {
+    match (mode, support()) {
+        (SandboxMode::Off, _) => SandboxState::Off,
+        (_, Ok(_)) => SandboxState::Enforced,
+        (_, Err(_)) => SandboxState::Unavailable,
+    }
+}
+
+/// One line for `planwire doctor` and logs: the state and why.
+pub fn describe(mode: SandboxMode) -> String {
+    match (state(mode), support()) {
+        (SandboxState::Off, _) => "off (initializationOptions.sandbox is \"off\")".to_owned(),
+        (SandboxState::Enforced, Ok(v)) => format!("enforced ({} {v})", os::NAME),
+        (_, Err(why)) => format!("unavailable: {why}"),
+        (_, Ok(_)) => "unavailable".to_owned(),
+    }
+}
+
+/// Why a plan must be refused: `required` on a machine without the sandbox.
+pub fn refusal(mode: SandboxMode) -> Option<String> {
+    match (mode, support()) {
+        (SandboxMode::Required, Err(why)) => Some(format!(
+            "planning was refused: initializationOptions.sandbox is \"required\", but there is no OS \
+             sandbox here ({why}). Use a kernel with Landlock (Linux 5.13 or later), or set \
+             sandbox to \"auto\" to plan without it."
+        )),
+        _ => None,
+    }
+}
+
+/// The warning a run gets when its planner runs without the sandbox.
+pub fn warning(state: SandboxState, detail: Option<&str>) -> Option<String> {
+    let why = match state {
+        SandboxState::Enforced => return None,
+        SandboxState::Off => "initializationOptions.sandbox is \"off\"".to_owned(),
+        SandboxState::Unavailable => detail
+            .map(str::to_owned)
+            .or_else(|| support().as_ref().err().cloned())
+            .unwrap_or_else(|| "this OS offers none".to_owned()),
+    };
+    Some(format!(
+        "Planning runs without the OS sandbox ({why}). Only the planner's own plan mode keeps \
+         it from writing; planwire still checks the work tree after each pass."
+    ))
+}
+
+/// One pass's sandbox, made before its process starts and kept until it has ended.
+pub struct Pass {
+    pub state: SandboxState,
+    /// Handed to the supervisor (`SpawnSpec::sandbox`); `None` unless enforced.
+    pub restriction: Option<Restriction>,
+    /// `TMPDIR`, `TMP` and `TEMP`: the scratch directory.
+    pub env: Vec<(String, String)>,
+    /// Why the sandbox is missing, when it could not be built although the OS has one.
+    pub detail: Option<String>,
+    /// Held, not read: deleted when the pass is dropped.
+    _scratch: tempfile::TempDir,
+    root: PathBuf,
+    before: Option<snapshot::Snapshot>,
+}
+
+/// Prepares a pass of `tool` in `root`: the scratch directory, the work-tree snapshot and,
+/// when the sandbox is on and the OS has it, the restriction. `Err` only under `required`,
+/// when the restriction cannot be built.
+pub async fn prepare(mode: SandboxMode, tool: Tool, root: &Path) -> Result<Pass, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = tempfile::Builder::new()
+        .prefix("planwire-run-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .map_err(|e| format!("cannot make the run's scratch directory: {e}"))?;
+    let before = snapshot::take(root).await;
+    let mut state = state(mode);
+    let mut detail = None;
+    let mut restriction = None;
+    if state == SandboxState::Enforced {
+        let writable = policy::writable(tool, scratch.path(), &policy::Env::from_process());
+        if let Some(w) = writable.iter().find(|w| root.starts_with(&w.path)) {
+            // The work-tree check still sees what the planner changes there.
+            tracing::warn!(
+                "{} lies inside {} ({}): the sandbox cannot keep it read-only",
+                root.display(),
+                w.path.display(),
+                w.reason
+            );
+        }
+        match policy::create_missing(&writable).and_then(|()| os::build(&writable)) {
+            Ok(r) => restriction = Some(r),
+            Err(e) if mode == SandboxMode::Required => return Err(format!("cannot build the sandbox: {e}")),
+            Err(e) => {
+                tracing::warn!("planning without the sandbox: {e}");
+                state = SandboxState::Unavailable;
+                detail = Some(format!("it could not be built: {e}"));
+            }
+        }
+    }
+    let dir = scratch.path().display().to_string();
+    let env = ["TMPDIR", "TMP", "TEMP"].map(|k| (k.to_owned(), dir.clone())).to_vec();
+    Ok(Pass {
+        state,
+        restriction,
+        env,
+        detail,
+        _scratch: scratch,
+        root: root.to_owned(),
+        before,
+    })
+}
+
+impl Pass {
+    /// After the pass: the files it changed in its work tree (absolute paths, sorted; empty
+    /// when none, or when the root is not a git work tree). Deletes the scratch directory.
+    pub async fn finish(self) -> Vec<String> {
+        let Some(before) = &self.before else {
+            return Vec::new();
+        };
+        match snapshot::take(&self.root).await {
+            Some(after) => snapshot::changes(before, &after),
+            None => {
+                tracing::warn!(
+                    "{}: the work tree could not be checked after the pass",
+                    self.root.display()
+                );
+                Vec::new()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_pass_gets_a_private_scratch_directory_deleted_after_it() {
+        let root = tempfile::tempdir().unwrap();
+        let pass = prepare(SandboxMode::Off, Tool::Script, root.path()).await.unwrap();
+        assert_eq!(pass.state, SandboxState::Off);
+        assert!(pass.restriction.is_none());
+        let keys: Vec<&str> = pass.env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["TMPDIR", "TMP", "TEMP"]);
+        let dir = PathBuf::from(&pass.env[0].1);
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        std::fs::write(dir.join("left-behind"), "x").unwrap();
+        // Not a git work tree: nothing to compare.
+        assert_eq!(pass.finish().await, Vec::<String>::new());
+        assert!(!dir.exists(), "the scratch directory outlived its pass");
+    }
+
+    #[tokio::test]
+    async fn an_enforced_pass_carries_its_restriction() {
+        if support().is_err() {
+            return;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let pass = prepare(SandboxMode::Required, Tool::Script, root.path()).await.unwrap();
+        assert_eq!(pass.state, SandboxState::Enforced);
+        assert!(pass.restriction.is_some());
+        assert_eq!(warning(pass.state, None), None);
+        assert!(warning(SandboxState::Off, None).unwrap().contains("\"off\""));
+    }
+}
