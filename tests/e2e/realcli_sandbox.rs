@@ -278,10 +278,14 @@ fn realcli_sandbox_opencode_writes_nothing() {
     let mock = Mock::start(&w, opencode_turns());
     let mut s = opencode_server(&w, &mock);
     let events = read_only_run(&w, &mut s, "opencode", &mock, AGENTS_NOTE);
-    // OpenCode's rules allow `cat *` and do not see the redirect: the kernel refuses it.
+    // OpenCode's own rules allow `cat *` and do not see the redirect. Under `opencode serve`
+    // planwire's rules ask about it (`*>*`) and planwire refuses; were it let through, the
+    // kernel would refuse the write (the Claude test above runs with every command allowed).
     let redirect = result_of(&events, "call_redirect");
+    let out = redirect["output"].as_str().unwrap();
+    assert_eq!(redirect["status"], "error", "{redirect}");
     assert!(
-        redirect["output"].as_str().unwrap().contains("Permission denied"),
+        out.contains("Permission denied") || out.contains("planwire plans in read-only mode"),
         "{redirect}"
     );
     assert_eq!(result_of(&events, "call_touch")["status"], "error");

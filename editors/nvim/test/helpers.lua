@@ -95,6 +95,24 @@ function H.fresh(opts)
   return planwire
 end
 
+--- Makes `dir` a real git repository (branch `main`, one empty commit) with `branches` in it:
+--- the server looks a ticket's branch up in the root's repository.
+--- @param dir string
+--- @param branches string[]
+function H.git_branches(dir, branches)
+  local function git(args)
+    local cmd = vim.list_extend({ 'git', '-c', 'user.name=t', '-c', 'user.email=t@t', '-C', dir }, args)
+    local r = vim.system(cmd, { env = { GIT_CONFIG_GLOBAL = '/dev/null' } }):wait()
+    assert(r.code == 0, ('git %s: %s'):format(table.concat(args, ' '), r.stderr))
+  end
+  vim.fn.delete(dir .. '/.git', 'rf')
+  git({ 'init', '-q', '-b', 'main' })
+  git({ 'commit', '-q', '--allow-empty', '-m', 'initial' })
+  for _, b in ipairs(branches) do
+    git({ 'branch', b })
+  end
+end
+
 --- A synchronous request through the plugin's client (starts the server when needed).
 function H.request(method, params, timeout)
   local err, result = require('planwire.client').request_sync(method, params, timeout or H.TIMEOUT)

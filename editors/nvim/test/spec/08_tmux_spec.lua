@@ -20,7 +20,8 @@ describe('a real nvim in tmux', function()
     H.stop_servers()
     local dir = H.tempdir('tmux')
     local project = dir .. '/project'
-    vim.fn.mkdir(project .. '/.git', 'p')
+    vim.fn.mkdir(project, 'p')
+    H.git_branches(project, { 'typed/branch' })
     local init = dir .. '/init.lua'
     vim.fn.writefile({
       'vim.opt.runtimepath:prepend(' .. vim.inspect(H.plugin_dir) .. ')',
