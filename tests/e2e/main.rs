@@ -18,6 +18,7 @@ mod planning;
 mod questions;
 mod realcli;
 mod realcli_acp;
+mod realcli_claude_live;
 mod realcli_codex;
 mod realcli_context;
 mod realcli_living;

@@ -2,6 +2,7 @@
 //! `tests/realcli/install.sh` into `.cache/planners/`) plan tickets through the real binary
 //! against our mock model server (`tests/realcli/mock_model.py`). Ignored by default; CI runs
 //! them with `--ignored` after the install succeeded (`tests/run-all.sh`).
+//! Claude's live questions and deltas are in `realcli_claude_live.rs`.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -119,6 +120,42 @@ pub fn transcript(s: &mut Server, run: i64) -> Vec<Value> {
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>(), "contiguous");
     events
+}
+
+/// Waits until `run` is neither queued nor running; returns the run.
+pub fn run_ends(s: &mut Server, run: i64) -> Value {
+    let n = s.wait_for(&format!("run {run} ends"), |m| {
+        m["method"] == "planwire/runChanged"
+            && m["params"]["run"]["id"] == run
+            && m["params"]["run"]["status"] != "running"
+            && m["params"]["run"]["status"] != "queued"
+    });
+    n["params"]["run"].clone()
+}
+
+pub fn plan(s: &mut Server, ticket: i64) -> i64 {
+    s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap()
+}
+
+/// Asserts the run succeeded, the ticket holds a plan titled `title` and the run's process
+/// group is gone; returns the ticket view.
+pub fn assert_planned(s: &mut Server, w: &World, ticket: i64, run: i64, title: &str) -> Value {
+    let r = run_ends(s, run);
+    let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
+    assert_eq!(r["status"], "completed", "{got}\nstderr:\n{}", s.stderr());
+    assert_eq!(got["ticket"]["status"], "planned", "{got}");
+    assert_eq!(got["ticket"]["plan"]["title"], title, "{got}");
+    group_gone(w, run);
+    got
+}
+
+/// The run's planner (its whole process group) is gone: nothing outlives its run.
+pub fn group_gone(w: &World, run: i64) {
+    let (pgid, start) = run_group(w, run);
+    assert!(pgid > 0, "run {run} recorded its process group");
+    eventually("the run's process group is gone", WAIT, || !group_alive(pgid, start));
 }
 
 #[test]
@@ -278,58 +315,6 @@ fn realcli_claude_stop_mid_stream() {
         (json!("stopped"), json!("cancelled"))
     );
     assert!(!transcript(&mut s, run).is_empty());
-}
-
-#[test]
-#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
-fn realcli_claude_live_question_is_answered_in_the_same_run() {
-    let w = World::new();
-    let ask = json!({ "questions": [{ "question": "Which greeting should the program print?", "header": "Greeting",
-        "options": [{ "label": "Hello, world", "description": "Classic" }, { "label": "Hi there", "description": "Informal" }],
-        "multiSelect": false }] });
-    let mock = Mock::start(
-        &w,
-        json!({ "turns": [
-            { "text": "Before planning I need one decision.", "tool_calls": [{ "name": "AskUserQuestion", "input": ask }] },
-            { "match": "Hi there", "text": plan_answer("Plan with the chosen greeting") },
-        ]}),
-    );
-    let mut s = claude_server(&w, &mock);
-    let ticket = new_ticket(&mut s, &w, "claude");
-    let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
-        .as_i64()
-        .unwrap();
-    let q = s.wait_for("the live question", |m| m["method"] == "planwire/question")["params"]["question"].clone();
-    assert_eq!(
-        (q["source"].clone(), q["status"].clone()),
-        (json!("live"), json!("open"))
-    );
-    assert_eq!(q["items"][0]["options"][1]["label"], "Hi there");
-    let answered = s.ok(
-        "planwire/answer",
-        json!({ "ticketId": ticket, "questionId": q["id"], "answers": [{ "selected": ["Hi there"] }] }),
-    );
-    assert_eq!(answered["runId"], run, "the same run goes on");
-    let t = s.wait_ticket(ticket, &["planned", "failed"]);
-    assert_eq!(
-        t["status"],
-        "planned",
-        "{}",
-        s.ok("planwire/getTicket", json!({ "ticketId": ticket }))
-    );
-    assert_eq!(t["plan"]["title"], "Plan with the chosen greeting");
-    // The answer reached the model in the next request of the same run.
-    let requests: Vec<Value> = mock
-        .requests()
-        .into_iter()
-        .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/messages"))
-        .collect();
-    assert_eq!(requests.len(), 2, "one process, two model requests");
-    let body = requests[1]["body"].to_string();
-    assert!(
-        body.contains("Hi there") && body.contains("Which greeting should the program print?"),
-        "{body}"
-    );
 }
 
 #[test]

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::harness::*;
-use crate::realcli::{cli, new_ticket, plan_answer, transcript, Mock};
-use crate::realcli_opencode::{assert_planned, chat_requests, opencode_server, opencode_server_at, plan, title_turn};
+use crate::realcli::{assert_planned, cli, new_ticket, plan, plan_answer, transcript, Mock};
+use crate::realcli_opencode::{chat_requests, opencode_server, opencode_server_at, title_turn};
 
 const QUESTION: &str = "Which greeting should the program print?";
 
