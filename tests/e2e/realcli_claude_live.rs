@@ -8,12 +8,13 @@
 //! (`control_request` / `can_use_tool`) and waits on stdin, and the model's next request carries
 //! planwire's answer, or its refusal for a dismissal, as that call's `tool_result`.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{json, Value};
 
 use crate::harness::*;
-use crate::realcli::{assert_planned, claude_server, new_ticket, plan, plan_answer, transcript, Mock};
+use crate::realcli::{
+    answer_stale, asking_with, assert_planned, assert_streams_before_the_block_ends, claude_server, crash_while_asking,
+    gated_answer, new_ticket, plan, transcript, Mock,
+};
 use crate::realcli_living::{content_text, model_requests};
 
 const QUESTION: &str = "Which greeting should the program print?";
@@ -45,32 +46,10 @@ fn ask_result(req: &Value) -> (String, bool) {
     (content_text(&block), block["is_error"] == true)
 }
 
-/// Waits for the run's live question; returns it.
-fn live_question(s: &mut Server, run: i64) -> Value {
-    let q = s.wait_for("the live question", |m| {
-        m["method"] == "planwire/question" && m["params"]["runId"] == run
-    })["params"]["question"]
-        .clone();
-    assert_eq!(
-        (q["source"].clone(), q["status"].clone()),
-        (json!("live"), json!("open")),
-        "{q}"
-    );
-    q
-}
-
 /// A run whose model asks [`ask_turn`]'s question, then answers a request holding `then` with
 /// the plan `title`: the mock, the server, the ticket, the run and the question, once asked.
 fn asking(w: &World, then: &str, title: &str) -> (Mock, Server, i64, i64, Value) {
-    let mock = Mock::start(
-        w,
-        json!({ "turns": [ask_turn(), { "match": then, "text": plan_answer(title) }] }),
-    );
-    let mut s = claude_server(w, &mock);
-    let ticket = new_ticket(&mut s, w, "claude");
-    let run = plan(&mut s, ticket);
-    let q = live_question(&mut s, run);
-    (mock, s, ticket, run, q)
+    asking_with(w, "claude", claude_server, ask_turn(), then, title)
 }
 
 /// The resumed run's request (the model's second) carries the conversation so far, then the
@@ -104,14 +83,6 @@ fn session_files_hold(w: &World, text: &str) -> bool {
     dirs.flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
         .filter(|f| f.path().extension().is_some_and(|e| e == "jsonl"))
         .any(|f| std::fs::read_to_string(f.path()).is_ok_and(|s| s.contains(text)))
-}
-
-fn deltas(s: &Server, run: i64) -> String {
-    s.seen
-        .iter()
-        .filter(|m| m["method"] == "planwire/delta" && m["params"]["runId"] == run && m["params"]["kind"] == "text")
-        .map(|m| m["params"]["text"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]
@@ -222,18 +193,7 @@ fn realcli_claude_stop_while_a_question_is_open() {
     assert_eq!(got["ticket"]["status"], "needs_input", "{got}");
     assert_eq!(model_requests(&mock).len(), 1, "the model was not asked again");
 
-    s.seen.clear();
-    let r = s.ok(
-        "planwire/answer",
-        json!({ "ticketId": ticket, "questionId": q["id"], "answers": [{ "selected": ["Hi there"] }] }),
-    );
-    let resumed = r["runId"].as_i64().unwrap();
-    assert_ne!(resumed, run);
-    let got = assert_planned(&mut s, &w, ticket, resumed, "Plan after the stop");
-    assert_eq!(
-        got["runs"][0]["providerSessionId"], got["runs"][1]["providerSessionId"],
-        "the second run resumed the session: {got}"
-    );
+    let got = answer_stale(&mut s, &w, ticket, run, &q, "Plan after the stop");
     assert_eq!(got["questions"][0]["status"], "answered", "{got}");
     // The stop let the CLI end cleanly (SIGTERM first): its session kept the turn that asked.
     assert_resumed_with_the_answer(&mock);
@@ -243,45 +203,19 @@ fn realcli_claude_stop_while_a_question_is_open() {
 #[ignore = "needs the real CLIs: tests/realcli/install.sh"]
 fn realcli_claude_kill_9_while_a_question_is_open_then_the_stale_answer_resumes() {
     let w = World::new();
-    let (mock, mut s, ticket, run, q) = asking(&w, "A: Hi there", "Plan after the crash");
+    let (mock, s, ticket, run, q) = asking(&w, "A: Hi there", "Plan after the crash");
     // The CLI writes its session file a moment after it asks (and a SIGKILL loses what it has
     // not written): a person takes longer than that to answer, and so does this crash.
     eventually("the CLI saved the turn that asked", WAIT, || {
         session_files_hold(&w, "Before planning I need one decision.")
     });
-    let (pgid, start) = run_group(&w, run);
-    s.child.kill().unwrap();
-    s.child.wait().unwrap();
-    drop(s);
-    // The waiting CLI dies with planwire (parent-death signal); the next planwire reaps the rest.
-    let mut next = claude_server(&w, &mock);
-    eventually("the CLI is gone", WAIT, || !group_alive(pgid, start));
+    let mut next = crash_while_asking(s, &w, ticket, run, || claude_server(&w, &mock));
     assert_eq!(
         model_requests(&mock).len(),
         1,
         "the waiting CLI made no further request"
     );
-
-    let got = next.ok("planwire/getTicket", json!({ "ticketId": ticket }));
-    assert_eq!(got["runs"][0]["status"], "interrupted", "{got}");
-    assert_eq!(got["ticket"]["status"], "needs_input", "{got}");
-    assert_eq!(got["ticket"]["openQuestions"][0]["status"], "stale", "{got}");
-    let session = got["runs"][0]["providerSessionId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no session recorded: {got}"))
-        .to_owned();
-    let r = next.ok(
-        "planwire/answer",
-        json!({ "ticketId": ticket, "questionId": q["id"], "answers": [{ "selected": ["Hi there"] }] }),
-    );
-    let resumed = r["runId"].as_i64().unwrap();
-    assert_ne!(resumed, run);
-    let got = assert_planned(&mut next, &w, ticket, resumed, "Plan after the crash");
-    assert_eq!(
-        got["runs"][0]["providerSessionId"],
-        session.as_str(),
-        "the session was resumed"
-    );
+    answer_stale(&mut next, &w, ticket, run, &q, "Plan after the crash");
     // A new CLI took the stored session.
     assert_resumed_with_the_answer(&mock);
 }
@@ -291,56 +225,12 @@ fn realcli_claude_kill_9_while_a_question_is_open_then_the_stale_answer_resumes(
 fn realcli_claude_long_answer_streams_before_the_block_ends() {
     let w = World::new();
     let gate = w.path("gate");
-    let head = "word ".repeat(40);
-    let long = format!("{head}{}", plan_answer("Streamed plan"));
-    // After 20 pieces of 10 characters the model holds the rest back until the gate opens.
-    let mock = Mock::start(
-        &w,
-        json!({ "turns": [{ "text": long, "chunk_size": 10, "chunk_delay_ms": 20,
-                 "gate_file": gate.display().to_string(), "gate_after_chunks": 20 }] }),
-    );
+    let (turn, long) = gated_answer(&gate);
+    let mock = Mock::start(&w, json!({ "turns": [turn] }));
     let mut s = claude_server(&w, &mock);
     let ticket = new_ticket(&mut s, &w, "claude");
-    let started = Instant::now();
     let run = plan(&mut s, ticket);
-    s.wait_for("the first piece", |m| {
-        m["method"] == "planwire/delta" && m["params"]["runId"] == run
-    });
-    let first_at = started.elapsed();
-    let deadline = Instant::now() + WAIT;
-    while deltas(&s, run).len() < 200 {
-        assert!(Instant::now() < deadline, "pieces so far: {:?}", deltas(&s, run));
-        s.ok("planwire/status", json!({}));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // All of it came while the model still held the rest of the block.
-    assert!(!gate.exists());
-    let sent = deltas(&s, run);
-    assert!(
-        long.starts_with(&sent),
-        "the pieces are a prefix of the answer: {sent:?}"
-    );
-    assert!(
-        !s.notified_events(run).iter().any(|e| e["kind"] == "text"),
-        "the block is not stored before it ends"
-    );
-    let page = s.ok("planwire/getTranscript", json!({ "runId": run }));
-    assert_eq!(page["openBlocks"][0]["kind"], "text", "{page}");
-    assert!(
-        long.starts_with(page["openBlocks"][0]["text"].as_str().unwrap()),
-        "{page}"
-    );
-    std::fs::write(&gate, "").unwrap();
-    let opened = Instant::now();
-    assert_planned(&mut s, &w, ticket, run, "Streamed plan");
-    eprintln!(
-        "claude deltas: first piece {first_at:?} after the plan call, block stored {:?} after the gate opened",
-        opened.elapsed()
-    );
-    // The stored text closes the block: pieces still held back for coalescing when it came are
-    // not sent, so what was sent is a prefix of the text.
-    let sent = deltas(&s, run);
-    assert!(sent.len() >= 200 && long.starts_with(&sent), "{sent:?}");
+    assert_streams_before_the_block_ends(&mut s, &w, ticket, run, &gate, &long);
     let offsets: Vec<u64> = s
         .seen
         .iter()
@@ -348,7 +238,7 @@ fn realcli_claude_long_answer_streams_before_the_block_ends() {
         .map(|m| m["params"]["offset"].as_u64().unwrap())
         .collect();
     assert_eq!(offsets[0], 0, "{offsets:?}");
-    // Stored exactly once, whole, although the CLI printed it as pieces and as a block.
+    // Whole and final, although the CLI printed it as pieces and then as a block.
     let texts: Vec<Value> = transcript(&mut s, run)
         .into_iter()
         .filter(|e| e["kind"] == "text")
@@ -358,13 +248,4 @@ fn realcli_claude_long_answer_streams_before_the_block_ends() {
         (texts[0]["text"].clone(), texts[0]["final"].clone()),
         (json!(long), json!(true))
     );
-    let stored: i64 = w
-        .sqlite()
-        .query_row(
-            "SELECT count(*) FROM transcript WHERE run_id = ?1 AND kind = 'text'",
-            [run],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(stored, 1, "the text is stored once");
 }
