@@ -59,6 +59,16 @@ impl World {
     pub fn sqlite(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.db()).unwrap()
     }
+    /// How many events of `kind` the database holds for `run`.
+    pub fn stored_count(&self, run: i64, kind: &str) -> i64 {
+        self.sqlite()
+            .query_row(
+                "SELECT count(*) FROM transcript WHERE run_id = ?1 AND kind = ?2",
+                rusqlite::params![run, kind],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
 }
 
 pub struct Server {

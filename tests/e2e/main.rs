@@ -20,6 +20,7 @@ mod pressure;
 mod questions;
 mod realcli;
 mod realcli_acp;
+mod realcli_claude_live;
 mod realcli_codex;
 mod realcli_context;
 mod realcli_living;
