@@ -23,6 +23,9 @@ step "build planwire" cargo build -p planwire
 # packaged planwire-protocol; cargo needs both in one command until that is on crates.io).
 step "cargo package" cargo package -p planwire-protocol -p planwire --allow-dirty
 step "planwire acp (official ACP SDK client)" bash tests/acp/run.sh
+# libFuzzer over every parser, a fixed time each (installs the pinned cargo-fuzz into
+# .cache/cargo-fuzz; needs the nightly toolchain). See fuzz/README.md.
+step "fuzz (30 s per target)" bash fuzz/run.sh 30
 
 # The real-CLI tier: the pinned CLIs from npm against our mock model server.
 bash tests/realcli/install.sh

@@ -367,7 +367,12 @@ impl Sidecar {
 
     /// A `kB` field of /proc/PID/status (RssAnon, VmHWM, VmRSS …), in bytes.
     pub fn status_field(&self, key: &str) -> Option<u64> {
-        proc_field(&format!("/proc/{}/status", self.pid), key).map(|kb| kb * 1024)
+        self.status_count(key).map(|kb| kb * 1024)
+    }
+
+    /// A plain number of /proc/PID/status (Threads …).
+    pub fn status_count(&self, key: &str) -> Option<u64> {
+        proc_field(&format!("/proc/{}/status", self.pid), key)
     }
 
     /// A field of /proc/PID/io (wchar, write_bytes …).
@@ -444,6 +449,12 @@ pub struct RunTrack {
     pub last_seq: u64,
     /// Latency samples in ns: receipt time minus the stamp of the line.
     pub latencies: Vec<u64>,
+    /// Events notified.
+    pub seen: u64,
+    /// Events whose seq had been notified already (or came after a later one).
+    pub repeated: u64,
+    /// Events that came before the ones due (a seq skipped ahead).
+    pub reordered: u64,
 }
 
 const TERMINAL: [&str; 4] = ["completed", "failed", "cancelled", "interrupted"];
@@ -458,6 +469,12 @@ impl Tracker {
                 }
                 for e in events {
                     self.events += 1;
+                    t.seen += 1;
+                    if e.seq < t.next_seq {
+                        t.repeated += 1;
+                    } else if e.seq > t.next_seq {
+                        t.reordered += 1;
+                    }
                     if e.seq != t.next_seq && t.problems.len() < 5 {
                         t.problems.push(format!("expected seq {}, got {}", t.next_seq, e.seq));
                     }

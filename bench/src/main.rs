@@ -3,14 +3,17 @@
 //!
 //! ```text
 //! cargo run --release -p planwire-bench [-- --quick] [--bin PATH] [--only a,b] [--runs N]
+//! cargo run --release -p planwire-bench -- soak [--minutes 30] [--plans 50] [--seed N]
 //! ```
 //!
-//! Scenarios: startup, throughput (with disk), latency, concurrency, queries. Every figure is
+//! Scenarios: startup, throughput (with disk), latency, concurrency, queries, memory (RSS
+//! against the stream's length); `soak` is a mode of its own (see `soak.rs`). Every figure is
 //! printed as the median and the spread (min–max) of several runs, next to its target. The
 //! exit code is 1 only when an event was lost, repeated or reordered, or a run failed: never
 //! because of timing, so a `--quick` smoke run cannot fail on a slow machine.
 
 mod client;
+mod soak;
 mod stats;
 mod stream;
 
@@ -68,13 +71,22 @@ impl Problems {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: planwire-bench [--quick] [--bin PATH] [--only startup,throughput,latency,concurrency,queries] [--runs N] [--cache DIR] [--keep]"
+        "usage: planwire-bench [--quick] [--bin PATH] [--only startup,throughput,latency,concurrency,queries,memory] [--runs N] [--cache DIR] [--keep]\n       planwire-bench soak [--minutes 30] [--plans 50] [--seed N] [--bin PATH]"
     );
     std::process::exit(2)
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("soak") {
+        args.next();
+        let (soak_args, bin) = soak::SoakArgs::parse(&mut args, usage);
+        let (bin, cache) = binary_and_cache(bin, None);
+        let work = cache.join(format!("work-{}", std::process::id()));
+        let code = soak::run(&bin, &work, &stream::repo_root(), &cache, soak_args);
+        let _ = std::fs::remove_dir_all(&work);
+        std::process::exit(code);
+    }
     let (mut quick, mut bin, mut only, mut runs, mut cache, mut keep) = (false, None, None, None, None, false);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -95,34 +107,7 @@ fn main() {
             _ => usage(),
         }
     }
-    let exe = std::env::current_exe().expect("current exe");
-    let target_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(Path::to_owned)
-        .unwrap_or_else(|| PathBuf::from("target"));
-    let bin = bin.unwrap_or_else(|| {
-        // Under `cargo run`, build the server first so the figures are of the current code.
-        if let Some(cargo) = std::env::var_os("CARGO") {
-            let ok = std::process::Command::new(cargo)
-                .args(["build", "--release", "-p", "planwire"])
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
-                eprintln!("planwire-bench: `cargo build --release -p planwire` failed");
-                std::process::exit(2);
-            }
-        }
-        exe.with_file_name("planwire")
-    });
-    if !bin.is_file() {
-        eprintln!(
-            "planwire-bench: no binary at {}; build it with `cargo build --release -p planwire` or pass --bin",
-            bin.display()
-        );
-        std::process::exit(2);
-    }
-    let cache = cache.unwrap_or_else(|| target_dir.join("bench-cache"));
+    let (bin, cache) = binary_and_cache(bin, cache);
     let work = cache.join(format!("work-{}", std::process::id()));
     std::fs::create_dir_all(&work).expect("cache dir");
     let cfg = Config {
@@ -153,6 +138,9 @@ fn main() {
     if cfg.wants("queries") {
         queries(&cfg, &mut problems);
     }
+    if cfg.wants("memory") {
+        memory(&cfg, &mut problems);
+    }
     println!(
         "\ndone in {:.0} s; load average now {}",
         started.elapsed().as_secs_f64(),
@@ -163,6 +151,40 @@ fn main() {
         println!("{} correctness problem(s): see above", problems.0.len());
         std::process::exit(1);
     }
+}
+
+/// The planwire binary to measure (building it first under `cargo run`) and the cache dir.
+fn binary_and_cache(bin: Option<PathBuf>, cache: Option<PathBuf>) -> (PathBuf, PathBuf) {
+    let exe = std::env::current_exe().expect("current exe");
+    let target_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_owned)
+        .unwrap_or_else(|| PathBuf::from("target"));
+    let bin = bin.unwrap_or_else(|| {
+        // Under `cargo run`, build the server first so the figures are of the current code.
+        if let Some(cargo) = std::env::var_os("CARGO") {
+            let ok = std::process::Command::new(cargo)
+                .args(["build", "--release", "-p", "planwire"])
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                eprintln!("planwire-bench: `cargo build --release -p planwire` failed");
+                std::process::exit(2);
+            }
+        }
+        exe.with_file_name("planwire")
+    });
+    if !bin.is_file() {
+        eprintln!(
+            "planwire-bench: no binary at {}; build it with `cargo build --release -p planwire` or pass --bin",
+            bin.display()
+        );
+        std::process::exit(2);
+    }
+    let cache = cache.unwrap_or_else(|| target_dir.join("bench-cache"));
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    (bin, cache)
 }
 
 fn loadavg() -> String {
@@ -868,4 +890,45 @@ fn list_tickets(sc: &mut Sidecar, limit: u32, total: usize, pg: &mut Paged) -> R
     }
     pg.passes.push(t.elapsed().as_secs_f64() * 1e3);
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// RSS against the stream's length: one plan of a 40 MB and of a 400 MB stream. A parser that
+/// kept the run's text (it keeps a bounded tail) would grow with it.
+fn memory(cfg: &Config, problems: &mut Problems) {
+    let shapes = Shapes::load(&cfg.root);
+    let sizes: Vec<u64> = if cfg.quick {
+        vec![40 * MB]
+    } else {
+        vec![40 * MB, 400 * MB]
+    };
+    println!(
+        "\n[memory] one plan of a Claude stream at full speed; VmHWM of the sidecar at its end; \
+         target: within tens of MiB, flat in the stream's length"
+    );
+    let mut peaks = Vec::new();
+    for bytes in sizes {
+        let (_, script, len) = cached_stream(&shapes, &cfg.cache, bytes);
+        let Some(run) = stream_run(cfg, &script, len, problems) else {
+            continue;
+        };
+        let label = mb(len as f64);
+        line(
+            &format!("VmHWM, {label} stream"),
+            &mib(run.hwm),
+            "≤ 64 MiB",
+            Some(run.hwm <= 64.0 * 1024.0 * 1024.0),
+        );
+        println!("  {} events, {}", run.events, rate(run.mbps));
+        peaks.push(run.hwm);
+    }
+    if let [small, large] = peaks[..] {
+        line(
+            "VmHWM growth 40 → 400 MB",
+            &format!("{} → {}", mib(small), mib(large)),
+            "flat",
+            Some(large <= small * 1.25 + 4.0 * 1024.0 * 1024.0),
+        );
+    }
 }

@@ -158,20 +158,22 @@ impl Shapes {
     }
 }
 
-/// A stream of about `bytes` bytes (whole cycles), as lines without their `\n`.
-pub fn stream_lines(shapes: &Shapes, bytes: u64) -> Vec<String> {
-    let mut lines = vec![shapes.init().to_owned()];
-    let mut total = lines[0].len() as u64 + 1;
+/// The lines of a stream of about `bytes` bytes (whole cycles), without their `\n`, one at a
+/// time (a 400 MB stream is never held whole).
+pub fn each_stream_line(shapes: &Shapes, bytes: u64, mut f: impl FnMut(&str)) {
+    f(shapes.init());
+    let mut total = shapes.init().len() as u64 + 1;
     let mut k = 0;
     while total < bytes {
         for l in shapes.cycle(k, false) {
             total += l.len() as u64 + 1;
-            lines.push(l);
+            f(&l);
         }
         k += 1;
     }
-    lines.extend(shapes.ending().map(str::to_owned));
-    lines
+    for l in shapes.ending() {
+        f(l);
+    }
 }
 
 /// Writes `lines` as a script file: one `{"out": …}` directive each, at full speed.
@@ -194,16 +196,20 @@ pub fn cached_stream(shapes: &Shapes, cache: &Path, bytes: u64) -> (PathBuf, Pat
     let stream = cache.join(format!("claude-stream-{bytes}-v1.jsonl"));
     let script = cache.join(format!("claude-script-{bytes}-v1.jsonl"));
     if !(stream.is_file() && script.is_file()) {
-        let lines = stream_lines(shapes, bytes);
-        let tmp = stream.with_extension("tmp");
+        let (tmp, tmp_script) = (stream.with_extension("tmp"), script.with_extension("tmp"));
         let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp).unwrap());
-        for l in &lines {
+        let mut s = BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp_script).unwrap());
+        writeln!(s, "{}", json!({"format": "claude"})).unwrap();
+        each_stream_line(shapes, bytes, |l| {
             writeln!(w, "{l}").unwrap();
-        }
+            writeln!(s, "{}", json!({ "out": l })).unwrap();
+        });
+        writeln!(s, "{}", json!({"exit": 0})).unwrap();
         w.flush().unwrap();
-        drop(w);
+        s.flush().unwrap();
+        drop((w, s));
         std::fs::rename(&tmp, &stream).unwrap();
-        write_script(&script, &lines);
+        std::fs::rename(&tmp_script, &script).unwrap();
     }
     let len = std::fs::metadata(&stream).unwrap().len();
     (stream, script, len)

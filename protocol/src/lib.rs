@@ -558,6 +558,9 @@ pub struct InitializationOptions {
     pub question_timeout_ms: Option<u64>,
     /// Planner used when a ticket names none (default `claude`).
     pub default_tool: Option<String>,
+    /// How long a write waits for a database that another process has locked, in ms
+    /// (default 30 000); past it, a run fails with `storage_busy`.
+    pub busy_timeout_ms: Option<u64>,
     /// Per-planner settings, keyed by tool name.
     #[serde(default)]
     pub planners: std::collections::BTreeMap<String, PlannerOptions>,

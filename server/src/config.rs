@@ -15,6 +15,8 @@ pub struct Config {
     /// How long a live question may wait for the person before the run is stopped (the
     /// question stays answerable: the answer resumes the session).
     pub question_timeout: Duration,
+    /// How long a write waits for a lock another process holds on the database.
+    pub busy_timeout: Duration,
     pub default_tool: String,
     /// Explicit CLI paths, by tool name.
     pub planner_paths: BTreeMap<String, PathBuf>,
@@ -43,6 +45,7 @@ impl Config {
             hard_timeout: ms(opts.hard_timeout_ms, 30 * 60_000),
             idle_timeout: ms(opts.idle_timeout_ms, 10 * 60_000),
             question_timeout: ms(opts.question_timeout_ms, 60 * 60_000),
+            busy_timeout: ms(opts.busy_timeout_ms, 30_000),
             default_tool: opts.default_tool.clone().unwrap_or_else(|| "claude".into()),
             planner_paths: opts
                 .planners

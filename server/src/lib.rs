@@ -10,6 +10,7 @@ pub mod acp;
 pub mod cli;
 pub mod config;
 pub mod context;
+pub mod fuzzing;
 pub mod handlers;
 pub mod planners;
 pub mod progress;

@@ -15,12 +15,20 @@ use crate::handlers;
 use crate::planners::detect;
 use crate::session::Session;
 use crate::store::runs::{self, Owner};
-use crate::store::Store;
+use crate::store::{Store, StoreError, StoreOptions};
 use crate::supervisor;
 use crate::transport::{self, Incoming, Outbox, ReaderEvent, RequestId, ResponseError};
 
-/// How often a sidecar marks its runs alive in the database.
+/// How often a sidecar marks its runs alive in the database (tests shorten it with
+/// `PLANWIRE_HEARTBEAT_MS`).
 const HEARTBEAT: Duration = Duration::from_secs(10);
+
+fn heartbeat_every() -> Duration {
+    std::env::var("PLANWIRE_HEARTBEAT_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(HEARTBEAT, Duration::from_millis)
+}
 
 type InFlight = Arc<Mutex<HashMap<RequestId, AbortHandle>>>;
 
@@ -123,6 +131,10 @@ async fn cancel(outbox: &Outbox, in_flight: &InFlight, params: Value) {
 }
 
 async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Value), ResponseError> {
+    if !(params.is_object() || params.is_null()) {
+        let m = "invalid params for initialize: params must be an object";
+        return Err(ResponseError::new(ErrorCode::InvalidParams, m));
+    }
     let options = match params.get("initializationOptions") {
         None | Some(Value::Null) => InitializationOptions::default(),
         Some(v) => handlers::parse_params::<InitializationOptions>("initialize (initializationOptions)", v.clone())?,
@@ -139,8 +151,13 @@ async fn initialize(outbox: &Outbox, params: Value) -> Result<(Arc<Session>, Val
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .map(str::to_owned);
-    let store = Store::open(&config.db_path)
-        .map_err(|e| ResponseError::new(ErrorCode::InternalError, format!("cannot open the database: {e}")))?;
+    let opts = StoreOptions {
+        busy_limit: config.busy_timeout,
+    };
+    let store = Store::open_with(&config.db_path, opts).map_err(|e| {
+        tracing::info!("initialize failed: {e}");
+        ResponseError::new(ErrorCode::InternalError, e.to_string())
+    })?;
     recover(&store).await;
     let (pid, start) = crate::util::self_identity();
     let owner = Owner { pid, start };
@@ -183,13 +200,26 @@ async fn recover(store: &Store) {
     }
 }
 
+/// Marks this process's runs alive, every [`HEARTBEAT`], for as long as the session lives.
+/// A write that fails (a full disk, a lock) is said once and tried again at the next tick.
 async fn heartbeat(s: Arc<Session>) {
-    let mut tick = tokio::time::interval(HEARTBEAT);
+    let mut tick = tokio::time::interval(heartbeat_every());
+    let mut failing = false;
     loop {
         tick.tick().await;
         let owner = s.owner;
-        if s.store.write(move |c| runs::heartbeat(c, owner)).await.is_err() {
-            return;
+        match s.store.write(move |c| runs::heartbeat(c, owner)).await {
+            Ok(()) if failing => {
+                tracing::info!("the heartbeat is written again");
+                failing = false;
+            }
+            Ok(()) => {}
+            Err(StoreError::Gone) => return,
+            Err(e) if !failing => {
+                tracing::warn!("cannot write the heartbeat (will retry): {e}");
+                failing = true;
+            }
+            Err(_) => {}
         }
     }
 }

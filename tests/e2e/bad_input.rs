@@ -188,3 +188,91 @@ fn a_configured_cli_path_that_cannot_start_fails_the_run_clearly() {
     assert_eq!(got["runs"][0]["failure"]["code"], "spawn_failed");
     assert_eq!(got["ticket"]["status"], "failed");
 }
+
+#[test]
+fn params_are_named_an_array_is_refused_and_unknown_fields_are_logged() {
+    let w = World::new();
+    let mut s = w.start();
+    let e = s.err("initialize", json!([null, {}]));
+    assert_eq!(e["code"], -32602);
+    assert!(
+        e["message"].as_str().unwrap().contains("params must be an object"),
+        "{e}"
+    );
+    s.initialize(json!({ "dbPath": w.db(), "futureOption": true }));
+    // serde would bind these to root, title, description by position: refused.
+    let e = s.err("planwire/createTicket", json!([w.root(), "t", ""]));
+    assert_eq!(e["code"], -32602);
+    assert!(
+        e["message"].as_str().unwrap().contains("params must be an object"),
+        "{e}"
+    );
+    assert_eq!(s.err("planwire/getTicket", json!(7))["code"], -32602);
+    // Missing params: `{}` where every field is optional, else the missing field is named.
+    assert_eq!(
+        s.ok("planwire/listTickets", serde_json::Value::Null)["tickets"],
+        json!([])
+    );
+    let e = s.err("planwire/getTicket", serde_json::Value::Null);
+    assert!(e["message"].as_str().unwrap().contains("ticketId"), "{e}");
+    // Unknown fields are ignored, and said at debug level.
+    let t = s.ok(
+        "planwire/createTicket",
+        json!({ "root": w.root(), "title": "T", "description": "", "laterField": 1 }),
+    );
+    assert_eq!(t["title"], "T");
+    let got = s.ok("planwire/listTickets", json!({}));
+    assert_eq!(
+        got["tickets"].as_array().unwrap().len(),
+        1,
+        "the array call created nothing"
+    );
+    let err = s.stderr();
+    assert!(err.contains("ignored unknown params: laterField"), "{err}");
+    assert!(err.contains("ignored unknown params: futureOption"), "{err}");
+}
+
+#[test]
+fn identical_duplicate_content_lengths_count_as_one() {
+    let w = World::new();
+    let mut s = started(&w);
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"planwire/listTickets","params":{}}"#;
+    let n = body.len();
+    s.send_raw(format!("Content-Length: {n}\r\nContent-Length: {n}\r\n\r\n{body}").as_bytes());
+    let r = s.wait_for("the response to 7", |m| m["id"] == 7);
+    assert_eq!(r["result"]["tickets"], json!([]));
+}
+
+#[test]
+fn conflicting_content_lengths_close_the_connection_cleanly() {
+    let w = World::new();
+    let mut s = started(&w);
+    s.send_raw(b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}\n");
+    assert_eq!(s.wait_exit_with_stdin_open(), 1);
+    let err = s.stderr();
+    assert!(err.contains("conflicting Content-Length headers (2 and 3)"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_frame_with_a_wrong_length_does_not_eat_the_next_request() {
+    let w = World::new();
+    let mut s = started(&w);
+    let good = |id: i64| {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"planwire/listTickets","params":{{}}}}"#);
+        frame(&body)
+    };
+    // Too long: its body takes the next frame's header and part of its body.
+    let mut bytes = b"Content-Length: 40\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1}".to_vec();
+    bytes.extend(good(7));
+    // Too short: the rest of its body runs into the next header.
+    bytes.extend(b"Content-Length: 5\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":2}");
+    bytes.extend(good(8));
+    s.send_raw(&bytes);
+    for id in [7, 8] {
+        let r = s.wait_for(&format!("the response to {id}"), |m| m["id"] == id);
+        assert_eq!(r["result"]["tickets"], json!([]), "{r}");
+    }
+    s.wait_for("a parse error", |m| m["error"]["code"] == -32700);
+    s.ok("planwire/status", json!({}));
+}

@@ -115,15 +115,7 @@ fn text_streams_live_and_is_stored_once() {
     });
     assert!(last_delta < stored);
     // Nothing of the deltas is on disk: the transcript holds the text once.
-    let stored_texts: i64 = w
-        .sqlite()
-        .query_row(
-            "SELECT count(*) FROM transcript WHERE run_id = ?1 AND kind = 'text'",
-            [run],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(stored_texts, 1);
+    assert_eq!(w.stored_count(run, "text"), 1);
     let done = s.ok("planwire/getTranscript", json!({ "runId": run }));
     assert!(done.get("openBlocks").is_none(), "no open block after the run: {done}");
 }

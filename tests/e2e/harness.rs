@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -58,12 +59,24 @@ impl World {
     pub fn sqlite(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.db()).unwrap()
     }
+    /// How many events of `kind` the database holds for `run`.
+    pub fn stored_count(&self, run: i64, kind: &str) -> i64 {
+        self.sqlite()
+            .query_row(
+                "SELECT count(*) FROM transcript WHERE run_id = ?1 AND kind = ?2",
+                rusqlite::params![run, kind],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
 }
 
 pub struct Server {
     pub child: Child,
     stdin: Option<ChildStdin>,
     rx: Receiver<Value>,
+    /// While true, nothing is read from the server's stdout (a client that stopped reading).
+    paused: Arc<(Mutex<bool>, Condvar)>,
     next_id: i64,
     /// Every notification and server→client request seen so far, in order.
     pub seen: Vec<Value>,
@@ -93,9 +106,17 @@ impl Server {
         let mut child = cmd.spawn().expect("spawn planwire");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
+        let paused = Arc::new((Mutex::new(false), Condvar::new()));
+        let gate = paused.clone();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
-            while let Some(msg) = read_frame(&mut reader) {
+            loop {
+                let (lock, cv) = &*gate;
+                let _open = cv.wait_while(lock.lock().unwrap(), |p| *p).unwrap();
+                drop(_open);
+                let Some(msg) = read_frame(&mut reader) else {
+                    return;
+                };
                 if tx.send(msg).is_err() {
                     return;
                 }
@@ -105,6 +126,7 @@ impl Server {
             stdin: child.stdin.take(),
             child,
             rx,
+            paused,
             next_id: 100,
             seen: Vec::new(),
             stderr_path,
@@ -119,6 +141,43 @@ impl Server {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(bytes).unwrap();
         stdin.flush().unwrap();
+    }
+
+    /// Takes in whatever arrives for `d` (a scenario's pause, not a wait for a condition).
+    pub fn pump_for(&mut self, d: Duration) {
+        let end = Instant::now() + d;
+        while let Some(msg) = self.recv(end) {
+            self.on_other(msg);
+        }
+    }
+
+    /// After the process died: takes in everything it wrote before, up to the pipe's end.
+    pub fn drain_closed(&mut self) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(msg) => self.seen.push(msg),
+                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Timeout) => panic!("the server's stdout did not close"),
+            }
+        }
+    }
+
+    /// Stops reading the server's stdout (after the frame being read, if any), as a client
+    /// that is busy or hung would; [`resume_reading`](Self::resume_reading) goes on.
+    pub fn pause_reading(&self) {
+        *self.paused.0.lock().unwrap() = true;
+    }
+
+    pub fn resume_reading(&self) {
+        *self.paused.0.lock().unwrap() = false;
+        self.paused.1.notify_all();
+    }
+
+    /// A `kB` field of the server's /proc status (VmRSS, RssAnon …), in bytes.
+    pub fn status_bytes(&self, key: &str) -> u64 {
+        proc_status_kb(self.child.id() as i32, key) * 1024
     }
 
     pub fn close_stdin(&mut self) {
@@ -312,6 +371,85 @@ pub fn run_group(world: &World, run: i64) -> (i32, u64) {
 
 pub fn group_alive(pgid: i32, start: u64) -> bool {
     !planwire::util::group_members(pgid, start).is_empty()
+}
+
+/// A `kB` field of /proc/PID/status, or 0.
+pub fn proc_status_kb(pid: i32, key: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    text.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key).then(|| v.split_whitespace().next()?.parse().ok())?
+        })
+        .unwrap_or(0)
+}
+
+/// A script-planner file that floods: Claude stream-json with `lines` text lines of about
+/// `text_len` bytes of text each (one event each, each its own message), then a plan. Small
+/// on disk whatever it streams (`repeat`).
+pub fn flood_script(world: &World, name: &str, lines: u64, text_len: usize) -> String {
+    let init = json!({"type": "system", "subtype": "init", "session_id": "flood-session", "tools": [],
+                      "model": "mock", "permissionMode": "plan"});
+    let filler = "x".repeat(text_len.saturating_sub(40));
+    let text = json!({"type": "assistant", "message": {"id": "msg_flood_@@N@@", "type": "message",
+        "role": "assistant", "content": [{"type": "text", "text": format!("flood line @@N@@ {filler}")}]},
+        "parent_tool_use_id": null, "session_id": "flood-session"});
+    let plan = r#"Done. <planwire-plan>{"title": "Flooded", "description": "A plan after a flood.", "acceptanceCriteria": ["ok"], "openQuestions": [], "dependencies": []}</planwire-plan>"#;
+    let last = json!({"type": "assistant", "message": {"id": "msg_flood_final", "type": "message",
+        "role": "assistant", "content": [{"type": "text", "text": plan}]},
+        "parent_tool_use_id": null, "session_id": "flood-session"});
+    let result = json!({"type": "result", "subtype": "success", "is_error": false, "result": plan,
+        "session_id": "flood-session", "total_cost_usd": 0.0,
+        "usage": {"input_tokens": 1, "output_tokens": 1}});
+    world.script(
+        name,
+        &[
+            json!({"format": "claude"}),
+            json!({"out": init.to_string()}),
+            json!({"out": text.to_string(), "repeat": lines}),
+            json!({"out": last.to_string()}),
+            json!({"out": result.to_string()}),
+            json!({"exit": 0}),
+        ],
+    )
+}
+
+/// The stored events of a run, in seq order, as JSON values.
+pub fn stored_events(db: &str, run: i64) -> Vec<Value> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn
+        .prepare("SELECT payload FROM transcript WHERE run_id = ?1 ORDER BY seq")
+        .unwrap();
+    let rows = st.query_map([run], |r| r.get::<_, String>(0)).unwrap();
+    rows.map(|p| serde_json::from_str(&p.unwrap()).unwrap()).collect()
+}
+
+/// Everything that was notified of a run is stored, the same, and seqs run 1, 2, 3 … in both
+/// with no gap; `lastSeq` is the last stored seq. Returns the number of stored events.
+pub fn assert_notified_are_stored(db: &str, server: &Server, run: i64) -> usize {
+    let stored = stored_events(db, run);
+    for (i, e) in stored.iter().enumerate() {
+        assert_eq!(e["seq"], i as u64 + 1, "run {run}: stored seqs have a gap at {i}");
+    }
+    let notified = server.notified_events(run);
+    for (i, e) in notified.iter().enumerate() {
+        assert_eq!(
+            e["seq"],
+            i as u64 + 1,
+            "run {run}: notified seqs have a gap or repeat at {i}"
+        );
+        assert_eq!(
+            Some(e),
+            stored.get(i),
+            "run {run}: notified event {i} is not the stored one"
+        );
+    }
+    let last: i64 = rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row("SELECT last_seq FROM runs WHERE id = ?1", [run], |r| r.get(0))
+        .unwrap();
+    assert_eq!(last as usize, stored.len(), "run {run}: lastSeq is the last stored seq");
+    stored.len()
 }
 
 /// `git init` (when needed) and a commit of everything in `dir`, with no user config.

@@ -341,6 +341,41 @@ fn list_tickets_pages_with_limit_and_after_id() {
 }
 
 #[test]
+fn a_plan_early_in_a_long_stream_is_read_back_from_the_store() {
+    // The parser keeps a bounded tail of the text: a plan given early, then megabytes of
+    // more text, is found in the stored transcript.
+    let w = World::new();
+    let mut s = started(&w);
+    let text = |id: &str, t: &str| {
+        json!({"type": "assistant", "message": {"id": id, "type": "message", "role": "assistant",
+               "content": [{"type": "text", "text": t}]}, "parent_tool_use_id": null, "session_id": "s"})
+        .to_string()
+    };
+    let plan = r#"Early. <planwire-plan>{"title": "Early plan", "description": "Found in the store.", "acceptanceCriteria": [], "openQuestions": [], "dependencies": []}</planwire-plan>"#;
+    let filler = format!("more notes @@N@@ {}", "n".repeat(2000));
+    let result = json!({"type": "result", "subtype": "success", "is_error": false, "result": "All done.",
+                        "session_id": "s", "usage": {"input_tokens": 1, "output_tokens": 1}});
+    let script = w.script(
+        "early.jsonl",
+        &[
+            json!({"format": "claude"}),
+            json!({"out": json!({"type": "system", "subtype": "init", "session_id": "s"}).to_string()}),
+            json!({"out": text("msg_plan", plan)}),
+            json!({"out": text("msg_more_@@N@@", &filler), "repeat": 1500}),
+            json!({"out": result.to_string()}),
+            json!({"exit": 0}),
+        ],
+    );
+    let r = s.ok(
+        "planwire/plan",
+        json!({ "root": w.root(), "title": "Long", "description": "", "tool": "script", "model": script }),
+    );
+    let ticket = s.wait_ticket(r["ticketId"].as_i64().unwrap(), &["planned", "failed"]);
+    assert_eq!(ticket["status"], "planned", "{ticket}");
+    assert_eq!(ticket["plan"]["title"], "Early plan");
+}
+
+#[test]
 fn several_json_objects_on_one_stdout_line_are_all_parsed() {
     let w = World::new();
     let plan = r#"Here it is. <planwire-plan>{"title": "Greet", "description": "Change it.", "acceptanceCriteria": ["it greets"], "openQuestions": [], "dependencies": []}</planwire-plan>"#;

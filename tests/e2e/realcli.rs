@@ -2,6 +2,7 @@
 //! `tests/realcli/install.sh` into `.cache/planners/`) plan tickets through the real binary
 //! against our mock model server (`tests/realcli/mock_model.py`). Ignored by default; CI runs
 //! them with `--ignored` after the install succeeded (`tests/run-all.sh`).
+//! Claude's live questions and deltas are in `realcli_claude_live.rs`.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -119,6 +120,184 @@ pub fn transcript(s: &mut Server, run: i64) -> Vec<Value> {
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>(), "contiguous");
     events
+}
+
+/// Waits until `run` is neither queued nor running; returns the run.
+pub fn run_ends(s: &mut Server, run: i64) -> Value {
+    let n = s.wait_for(&format!("run {run} ends"), |m| {
+        m["method"] == "planwire/runChanged"
+            && m["params"]["run"]["id"] == run
+            && m["params"]["run"]["status"] != "running"
+            && m["params"]["run"]["status"] != "queued"
+    });
+    n["params"]["run"].clone()
+}
+
+pub fn plan(s: &mut Server, ticket: i64) -> i64 {
+    s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
+        .as_i64()
+        .unwrap()
+}
+
+/// Asserts the run succeeded, the ticket holds a plan titled `title` and the run's process
+/// group is gone; returns the ticket view.
+pub fn assert_planned(s: &mut Server, w: &World, ticket: i64, run: i64, title: &str) -> Value {
+    let r = run_ends(s, run);
+    let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
+    assert_eq!(r["status"], "completed", "{got}\nstderr:\n{}", s.stderr());
+    assert_eq!(got["ticket"]["status"], "planned", "{got}");
+    assert_eq!(got["ticket"]["plan"]["title"], title, "{got}");
+    group_gone(w, run);
+    got
+}
+
+/// The run's planner (its whole process group) is gone: nothing outlives its run.
+pub fn group_gone(w: &World, run: i64) {
+    let (pgid, start) = run_group(w, run);
+    assert!(pgid > 0, "run {run} recorded its process group");
+    eventually("the run's process group is gone", WAIT, || !group_alive(pgid, start));
+}
+
+/// Waits for the run's live question (open); returns it.
+pub fn live_question(s: &mut Server, run: i64) -> Value {
+    let q = s.wait_for("the live question", |m| {
+        m["method"] == "planwire/question" && m["params"]["runId"] == run
+    })["params"]["question"]
+        .clone();
+    assert_eq!(
+        (q["source"].clone(), q["status"].clone()),
+        (json!("live"), json!("open")),
+        "{q}"
+    );
+    q
+}
+
+/// A run on `tool` (planwire from `server`) whose model asks with the turn `ask`, then answers
+/// a request holding `then` with the plan `title`: the mock, planwire, the ticket, the run and
+/// the question, once asked.
+pub fn asking_with(
+    w: &World,
+    tool: &str,
+    server: fn(&World, &Mock) -> Server,
+    ask: Value,
+    then: &str,
+    title: &str,
+) -> (Mock, Server, i64, i64, Value) {
+    let mock = Mock::start(
+        w,
+        json!({ "turns": [ask, { "match": then, "text": plan_answer(title) }] }),
+    );
+    let mut s = server(w, &mock);
+    let ticket = new_ticket(&mut s, w, tool);
+    let run = plan(&mut s, ticket);
+    let q = live_question(&mut s, run);
+    (mock, s, ticket, run, q)
+}
+
+/// planwire dies by SIGKILL while `run` waits on a live question. The planner dies with it
+/// (parent-death signal), and the next planwire (`restart`) finds the run interrupted and the
+/// question stale; returns that planwire.
+pub fn crash_while_asking(mut s: Server, w: &World, ticket: i64, run: i64, restart: impl FnOnce() -> Server) -> Server {
+    let (pgid, start) = run_group(w, run);
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    drop(s);
+    let mut next = restart();
+    eventually("the planner is gone", WAIT, || !group_alive(pgid, start));
+    let got = next.ok("planwire/getTicket", json!({ "ticketId": ticket }));
+    assert_eq!(got["runs"][0]["status"], "interrupted", "{got}");
+    assert_eq!(got["ticket"]["status"], "needs_input", "{got}");
+    assert_eq!(got["ticket"]["openQuestions"][0]["status"], "stale", "{got}");
+    next
+}
+
+/// Answers `run`'s stale question `q` with "Hi there": a new run resumes the same provider
+/// session and plans `title`. Returns the ticket view.
+pub fn answer_stale(s: &mut Server, w: &World, ticket: i64, run: i64, q: &Value, title: &str) -> Value {
+    let r = s.ok(
+        "planwire/answer",
+        json!({ "ticketId": ticket, "questionId": q["id"], "answers": [{ "selected": ["Hi there"] }] }),
+    );
+    let resumed = r["runId"].as_i64().unwrap();
+    assert_ne!(resumed, run);
+    let got = assert_planned(s, w, ticket, resumed, title);
+    let session =
+        |id: i64| got["runs"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap()["providerSessionId"].clone();
+    assert!(session(run).is_string(), "{got}");
+    assert_eq!(session(run), session(resumed), "the session was resumed: {got}");
+    got
+}
+
+/// The text pieces (`planwire/delta`) of `run` seen so far, joined.
+pub fn delta_text(s: &Server, run: i64) -> String {
+    s.seen
+        .iter()
+        .filter(|m| m["method"] == "planwire/delta" && m["params"]["runId"] == run && m["params"]["kind"] == "text")
+        .map(|m| m["params"]["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Waits until the text pieces of `run` hold `chars` bytes or more.
+pub fn wait_for_pieces(s: &mut Server, run: i64, chars: usize) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while delta_text(s, run).len() < chars {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pieces so far: {:?}",
+            delta_text(s, run)
+        );
+        s.ok("planwire/status", json!({}));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A long answer that the mock holds back after its first 20 pieces of 10 characters, until the
+/// file `gate` exists: the turn, and its text.
+pub fn gated_answer(gate: &Path) -> (Value, String) {
+    let long = format!("{}{}", "word ".repeat(40), plan_answer("Streamed plan"));
+    let turn = json!({ "text": long, "chunk_size": 10, "chunk_delay_ms": 20,
+                       "gate_file": gate.display().to_string(), "gate_after_chunks": 20 });
+    (turn, long)
+}
+
+/// `run` (just started) streams [`gated_answer`]'s `long`: its first pieces reach the client
+/// while the model holds the rest back, and the block is not stored before it ends. Then the
+/// gate opens and the ticket is planned; what was sent is a prefix of the text (pieces still
+/// held back for coalescing when the stored text closed the block are not sent), and the text
+/// is stored once.
+pub fn assert_streams_before_the_block_ends(s: &mut Server, w: &World, ticket: i64, run: i64, gate: &Path, long: &str) {
+    let started = std::time::Instant::now();
+    s.wait_for("the first piece", |m| {
+        m["method"] == "planwire/delta" && m["params"]["runId"] == run
+    });
+    let first_at = started.elapsed();
+    wait_for_pieces(s, run, 200);
+    assert!(!gate.exists());
+    let sent = delta_text(s, run);
+    assert!(
+        long.starts_with(&sent),
+        "the pieces are a prefix of the answer: {sent:?}"
+    );
+    assert!(
+        !s.notified_events(run).iter().any(|e| e["kind"] == "text"),
+        "the block is not stored before it ends"
+    );
+    let page = s.ok("planwire/getTranscript", json!({ "runId": run }));
+    assert_eq!(page["openBlocks"][0]["kind"], "text", "{page}");
+    assert!(
+        long.starts_with(page["openBlocks"][0]["text"].as_str().unwrap()),
+        "{page}"
+    );
+    std::fs::write(gate, "").unwrap();
+    let opened = std::time::Instant::now();
+    assert_planned(s, w, ticket, run, "Streamed plan");
+    eprintln!(
+        "deltas: first piece {first_at:?} after the run started, block stored {:?} after the gate opened",
+        opened.elapsed()
+    );
+    let sent = delta_text(s, run);
+    assert!(sent.len() >= 200 && long.starts_with(&sent), "{sent:?}");
+    assert_eq!(w.stored_count(run, "text"), 1, "the text is stored once");
 }
 
 #[test]
@@ -278,58 +457,6 @@ fn realcli_claude_stop_mid_stream() {
         (json!("stopped"), json!("cancelled"))
     );
     assert!(!transcript(&mut s, run).is_empty());
-}
-
-#[test]
-#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
-fn realcli_claude_live_question_is_answered_in_the_same_run() {
-    let w = World::new();
-    let ask = json!({ "questions": [{ "question": "Which greeting should the program print?", "header": "Greeting",
-        "options": [{ "label": "Hello, world", "description": "Classic" }, { "label": "Hi there", "description": "Informal" }],
-        "multiSelect": false }] });
-    let mock = Mock::start(
-        &w,
-        json!({ "turns": [
-            { "text": "Before planning I need one decision.", "tool_calls": [{ "name": "AskUserQuestion", "input": ask }] },
-            { "match": "Hi there", "text": plan_answer("Plan with the chosen greeting") },
-        ]}),
-    );
-    let mut s = claude_server(&w, &mock);
-    let ticket = new_ticket(&mut s, &w, "claude");
-    let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
-        .as_i64()
-        .unwrap();
-    let q = s.wait_for("the live question", |m| m["method"] == "planwire/question")["params"]["question"].clone();
-    assert_eq!(
-        (q["source"].clone(), q["status"].clone()),
-        (json!("live"), json!("open"))
-    );
-    assert_eq!(q["items"][0]["options"][1]["label"], "Hi there");
-    let answered = s.ok(
-        "planwire/answer",
-        json!({ "ticketId": ticket, "questionId": q["id"], "answers": [{ "selected": ["Hi there"] }] }),
-    );
-    assert_eq!(answered["runId"], run, "the same run goes on");
-    let t = s.wait_ticket(ticket, &["planned", "failed"]);
-    assert_eq!(
-        t["status"],
-        "planned",
-        "{}",
-        s.ok("planwire/getTicket", json!({ "ticketId": ticket }))
-    );
-    assert_eq!(t["plan"]["title"], "Plan with the chosen greeting");
-    // The answer reached the model in the next request of the same run.
-    let requests: Vec<Value> = mock
-        .requests()
-        .into_iter()
-        .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/messages"))
-        .collect();
-    assert_eq!(requests.len(), 2, "one process, two model requests");
-    let body = requests[1]["body"].to_string();
-    assert!(
-        body.contains("Hi there") && body.contains("Which greeting should the program print?"),
-        "{body}"
-    );
 }
 
 #[test]

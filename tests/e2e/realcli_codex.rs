@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::harness::*;
-use crate::realcli::{cli, kinds, new_ticket, plan_answer, transcript, Mock};
+use crate::realcli::{asking_with, cli, group_gone, kinds, new_ticket, plan, plan_answer, run_ends, transcript, Mock};
 
 pub fn codex_server(w: &World, mock: &Mock) -> Server {
     let codex_home = w.path("codex-home");
@@ -66,14 +66,6 @@ stream_idle_timeout_ms = 20000
     s
 }
 
-/// The process group of `run` is gone (or goes within a few seconds: a stop returns first).
-fn assert_group_gone(w: &World, run: i64) {
-    let (pgid, start) = run_group(w, run);
-    eventually("the run's process group is gone", Duration::from_secs(10), || {
-        !group_alive(pgid, start)
-    });
-}
-
 /// The model's request_user_input call: one question, two options.
 fn ask_turn() -> Value {
     json!({ "text": "Before planning I need one decision.", "tool_calls": [{ "name": "request_user_input", "id": "call_ask_1",
@@ -89,25 +81,10 @@ fn call_output(req: &Value, call_id: &str) -> Option<String> {
     })
 }
 
-fn question_note(s: &mut Server, ticket: i64) -> Value {
-    s.wait_for("the live question", |m| {
-        m["method"] == "planwire/question" && m["params"]["ticketId"] == ticket
-    })["params"]["question"]
-        .clone()
-}
-
 /// A run whose model asks [`ask_turn`]'s question, then answers a request holding `then` with
 /// the plan `title`: the mock, the server, the ticket, the run and the question, once asked.
 fn asking(w: &World, then: &str, title: &str) -> (Mock, Server, i64, i64, Value) {
-    let mock = Mock::start(
-        w,
-        json!({ "turns": [ask_turn(), { "match": then, "text": plan_answer(title) }] }),
-    );
-    let mut s = codex_server(w, &mock);
-    let ticket = new_ticket(&mut s, w, "codex");
-    let run = plan(&mut s, ticket);
-    let q = question_note(&mut s, ticket);
-    (mock, s, ticket, run, q)
+    asking_with(w, "codex", codex_server, ask_turn(), then, title)
 }
 
 /// The model requests (Responses API).
@@ -116,23 +93,6 @@ fn responses(mock: &Mock) -> Vec<Value> {
         .into_iter()
         .filter(|r| r["format"] == "responses")
         .collect()
-}
-
-/// Waits until `run` is neither queued nor running; returns the run.
-fn run_ends(s: &mut Server, run: i64) -> Value {
-    let n = s.wait_for(&format!("run {run} ends"), |m| {
-        m["method"] == "planwire/runChanged"
-            && m["params"]["run"]["id"] == run
-            && m["params"]["run"]["status"] != "running"
-            && m["params"]["run"]["status"] != "queued"
-    });
-    n["params"]["run"].clone()
-}
-
-fn plan(s: &mut Server, ticket: i64) -> i64 {
-    s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
-        .as_i64()
-        .unwrap()
 }
 
 /// Asserts the run completed and the ticket holds a plan titled `title`; returns the ticket view.
@@ -230,7 +190,7 @@ fn realcli_codex_plain_plan() {
         .filter_map(|t| t["name"].as_str())
         .collect();
     assert!(tools.contains(&"request_user_input"), "{tools:?}");
-    assert_group_gone(&w, run);
+    group_gone(&w, run);
 }
 
 #[test]
@@ -478,7 +438,7 @@ fn realcli_codex_live_question_is_answered_in_the_same_run() {
     let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
     assert_eq!(got["questions"][0]["status"], "answered");
     assert_eq!(got["runs"].as_array().unwrap().len(), 1);
-    assert_group_gone(&w, run);
+    group_gone(&w, run);
 }
 
 #[test]
@@ -501,7 +461,7 @@ fn realcli_codex_dismissed_question_goes_on_with_assumptions() {
     );
     let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
     assert_eq!(got["questions"][0]["status"], "dismissed");
-    assert_group_gone(&w, run);
+    group_gone(&w, run);
 }
 
 #[test]
@@ -534,7 +494,7 @@ fn realcli_codex_stop_while_a_question_waits() {
     assert_ne!(resumed, run);
     let got = assert_planned(&mut s, ticket, resumed, "Plan after the stop");
     assert_eq!(got["runs"][0]["providerSessionId"], got["runs"][1]["providerSessionId"]);
-    assert_group_gone(&w, resumed);
+    group_gone(&w, resumed);
 }
 
 #[test]
@@ -571,7 +531,7 @@ fn realcli_codex_kill_9_while_a_question_waits_then_the_stale_answer_resumes() {
     assert_eq!(call_output(&reqs[1], "call_ask_1").as_deref(), Some("aborted"));
     let body = reqs[1]["body"].to_string();
     assert!(body.contains("Make it say hi.") && body.contains("Which greeting should the program print?"));
-    assert_group_gone(&w, resumed);
+    group_gone(&w, resumed);
 }
 
 #[test]
@@ -631,7 +591,7 @@ fn realcli_codex_long_answer_streams_as_it_is_written() {
         .collect();
     assert_eq!(stored_texts.len(), 1, "stored once: {stored_texts:?}");
     assert!(stored_texts[0].contains("word59"));
-    assert_group_gone(&w, run);
+    group_gone(&w, run);
 }
 
 #[test]
@@ -702,8 +662,8 @@ fn realcli_codex_unknown_session_starts_fresh() {
             .contains("no rollout found"),
         "{failed}"
     );
-    assert_group_gone(&w, resumed);
-    assert_group_gone(&w, fresh);
+    group_gone(&w, resumed);
+    group_gone(&w, fresh);
 }
 
 #[test]
@@ -745,5 +705,5 @@ fn realcli_codex_breaks_down_an_initiative_in_one_thread() {
     let reqs = responses(&mock);
     assert_eq!(reqs.len(), 2);
     assert!(reqs[1]["body"].to_string().contains("Outline ready."));
-    assert_group_gone(&w, run);
+    group_gone(&w, run);
 }

@@ -16,7 +16,9 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::harness::*;
-use crate::realcli::{cli, kinds, new_ticket, plan_answer, transcript, Mock};
+use crate::realcli::{
+    assert_planned, cli, group_gone, kinds, new_ticket, plan, plan_answer, run_ends, transcript, Mock,
+};
 
 /// OpenCode's title-generation request (planwire gives the session a title, so it should never
 /// come; the turn keeps such a request off the main thread's turns should it come anyway).
@@ -70,42 +72,6 @@ pub(crate) fn chat_requests(mock: &Mock) -> Vec<Value> {
         .into_iter()
         .filter(|r| r["path"] == "/v1/chat/completions" && !r["body"].to_string().contains(TITLE_TURN))
         .collect()
-}
-
-/// Waits until `run` is neither queued nor running; returns the run.
-pub(crate) fn run_ends(s: &mut Server, run: i64) -> Value {
-    let n = s.wait_for(&format!("run {run} ends"), |m| {
-        m["method"] == "planwire/runChanged"
-            && m["params"]["run"]["id"] == run
-            && m["params"]["run"]["status"] != "running"
-            && m["params"]["run"]["status"] != "queued"
-    });
-    n["params"]["run"].clone()
-}
-
-pub(crate) fn plan(s: &mut Server, ticket: i64) -> i64 {
-    s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
-        .as_i64()
-        .unwrap()
-}
-
-/// Asserts the run succeeded, the ticket holds a plan titled `title` and the run's server is
-/// gone; returns the ticket view.
-pub(crate) fn assert_planned(s: &mut Server, w: &World, ticket: i64, run: i64, title: &str) -> Value {
-    let r = run_ends(s, run);
-    let got = s.ok("planwire/getTicket", json!({ "ticketId": ticket }));
-    assert_eq!(r["status"], "completed", "{got}\nstderr:\n{}", s.stderr());
-    assert_eq!(got["ticket"]["status"], "planned", "{got}");
-    assert_eq!(got["ticket"]["plan"]["title"], title, "{got}");
-    server_gone(w, run);
-    got
-}
-
-/// The run's server (its whole process group) is gone: no server outlives its run.
-pub(crate) fn server_gone(w: &World, run: i64) {
-    let (pgid, start) = run_group(w, run);
-    assert!(pgid > 0, "run {run} recorded its server");
-    eventually("the run's server is gone", WAIT, || !group_alive(pgid, start));
 }
 
 #[test]
@@ -336,7 +302,7 @@ fn realcli_opencode_auth_error_fails_fast_with_its_message() {
     let n = chat_requests(&mock).len();
     assert!((1..=3).contains(&n), "{n} requests: a 401 is not retried");
     eprintln!("a 401 failed the run in {took:?}");
-    server_gone(&w, run);
+    group_gone(&w, run);
 }
 
 #[test]

@@ -8,8 +8,11 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::harness::*;
-use crate::realcli::{cli, new_ticket, plan_answer, transcript, Mock};
-use crate::realcli_opencode::{assert_planned, chat_requests, opencode_server, opencode_server_at, plan, title_turn};
+use crate::realcli::{
+    answer_stale, assert_planned, assert_streams_before_the_block_ends, cli, crash_while_asking, delta_text,
+    gated_answer, live_question, new_ticket, plan, plan_answer, transcript, Mock,
+};
+use crate::realcli_opencode::{chat_requests, opencode_server, opencode_server_at, title_turn};
 
 const QUESTION: &str = "Which greeting should the program print?";
 
@@ -17,28 +20,6 @@ fn ask_turn() -> Value {
     let ask = json!({ "questions": [{ "question": QUESTION, "header": "Greeting",
         "options": [{ "label": "Hello, world", "description": "Classic" }, { "label": "Hi there", "description": "Informal" }] }] });
     json!({ "text": "Before planning I need one decision.", "tool_calls": [{ "name": "question", "id": "call_ask", "input": ask }] })
-}
-
-/// Waits for the run's live question; returns it.
-fn live_question(s: &mut Server, run: i64) -> Value {
-    let q = s.wait_for("the live question", |m| {
-        m["method"] == "planwire/question" && m["params"]["runId"] == run
-    })["params"]["question"]
-        .clone();
-    assert_eq!(
-        (q["source"].clone(), q["status"].clone()),
-        (json!("live"), json!("open")),
-        "{q}"
-    );
-    q
-}
-
-fn deltas(s: &Server, run: i64) -> String {
-    s.seen
-        .iter()
-        .filter(|m| m["method"] == "planwire/delta" && m["params"]["runId"] == run && m["params"]["kind"] == "text")
-        .map(|m| m["params"]["text"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]
@@ -158,39 +139,14 @@ fn realcli_opencode_kill_9_while_a_question_is_open_then_the_stale_answer_resume
     let ticket = new_ticket(&mut s, &w, "opencode");
     let run = plan(&mut s, ticket);
     let q = live_question(&mut s, run);
-    let session = s.ok("planwire/getTicket", json!({ "ticketId": ticket }))["runs"][0]["providerSessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let (pgid, start) = run_group(&w, run);
-    s.child.kill().unwrap();
-    s.child.wait().unwrap();
-    drop(s);
-
-    // The server died with planwire (parent-death signal); the next planwire reaps what is left.
-    let mut next = opencode_server(&w, &mock);
-    eventually("the server is gone", WAIT, || !group_alive(pgid, start));
+    // The server dies with planwire; the next planwire reaps what is left.
+    let mut next = crash_while_asking(s, &w, ticket, run, || opencode_server(&w, &mock));
     assert_eq!(
         chat_requests(&mock).len(),
         1,
         "the waiting server made no further request"
     );
-    let got = next.ok("planwire/getTicket", json!({ "ticketId": ticket }));
-    assert_eq!(got["runs"][0]["status"], "interrupted", "{got}");
-    assert_eq!(got["ticket"]["status"], "needs_input", "{got}");
-    assert_eq!(got["ticket"]["openQuestions"][0]["status"], "stale", "{got}");
-    let r = next.ok(
-        "planwire/answer",
-        json!({ "ticketId": ticket, "questionId": q["id"], "answers": [{ "selected": ["Hi there"] }] }),
-    );
-    let run2 = r["runId"].as_i64().unwrap();
-    assert_ne!(run2, run);
-    let got = assert_planned(&mut next, &w, ticket, run2, "Plan after the restart");
-    assert_eq!(
-        got["runs"][0]["providerSessionId"],
-        session.as_str(),
-        "the session was resumed"
-    );
+    answer_stale(&mut next, &w, ticket, run, &q, "Plan after the restart");
     // A new server took the stored session: its request carries the first prompt and the answer.
     let last = chat_requests(&mock).pop().unwrap()["body"].to_string();
     assert!(last.contains("Make it say hi.") && last.contains("Hi there"), "{last}");
@@ -201,59 +157,12 @@ fn realcli_opencode_kill_9_while_a_question_is_open_then_the_stale_answer_resume
 fn realcli_opencode_long_answer_streams_before_the_block_ends() {
     let w = World::new();
     let gate = w.path("gate");
-    let head = "word ".repeat(40);
-    let long = format!("{head}{}", plan_answer("Streamed plan"));
-    let mock = Mock::start(
-        &w,
-        json!({ "turns": [title_turn(), { "text": long, "chunk_size": 10, "chunk_delay_ms": 20,
-                 "gate_file": gate.display().to_string(), "gate_after_chunks": 20 }] }),
-    );
+    let (turn, long) = gated_answer(&gate);
+    let mock = Mock::start(&w, json!({ "turns": [title_turn(), turn] }));
     let mut s = opencode_server(&w, &mock);
     let ticket = new_ticket(&mut s, &w, "opencode");
     let run = plan(&mut s, ticket);
-    // The first 20 pieces arrive while the model holds the rest back.
-    let first = Instant::now();
-    s.wait_for("the first piece", |m| {
-        m["method"] == "planwire/delta" && m["params"]["runId"] == run
-    });
-    let first_at = first.elapsed();
-    let deadline = Instant::now() + WAIT;
-    while deltas(&s, run).len() < 200 {
-        assert!(Instant::now() < deadline, "pieces so far: {:?}", deltas(&s, run));
-        s.ok("planwire/status", json!({}));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        long.starts_with(&deltas(&s, run)),
-        "the pieces are a prefix of the answer"
-    );
-    assert!(
-        !s.notified_events(run).iter().any(|e| e["kind"] == "text"),
-        "the block is not stored before it ends"
-    );
-    let page = s.ok("planwire/getTranscript", json!({ "runId": run }));
-    assert_eq!(page["openBlocks"][0]["kind"], "text", "{page}");
-    std::fs::write(&gate, "").unwrap();
-    let opened = Instant::now();
-    assert_planned(&mut s, &w, ticket, run, "Streamed plan");
-    eprintln!(
-        "opencode deltas: first piece {:?} after the plan call, block stored {:?} after the gate opened",
-        first_at,
-        opened.elapsed()
-    );
-    // The stored text closes the block: pieces still held back for coalescing when it came are
-    // not sent, so what was sent is a prefix of the text.
-    let sent = deltas(&s, run);
-    assert!(sent.len() >= 200 && long.starts_with(&sent), "{sent:?}");
-    let stored: i64 = w
-        .sqlite()
-        .query_row(
-            "SELECT count(*) FROM transcript WHERE run_id = ?1 AND kind = 'text'",
-            [run],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(stored, 1, "the text is stored once");
+    assert_streams_before_the_block_ends(&mut s, &w, ticket, run, &gate, &long);
 }
 
 #[test]
@@ -342,7 +251,7 @@ fn realcli_opencode_cut_event_stream_still_yields_the_plan_from_the_api() {
     assert_eq!(texts[0]["text"], long.as_str());
     assert_eq!(texts[0]["final"], true);
     // The stream was cut well before the answer ended: only its first pieces came live.
-    assert!(deltas(&s, run).len() < long.len(), "{}", deltas(&s, run));
+    assert!(delta_text(&s, run).len() < long.len(), "{}", delta_text(&s, run));
 }
 
 #[test]

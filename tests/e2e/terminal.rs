@@ -227,7 +227,7 @@ fn doctor_names_what_to_install_and_passes_with_a_planner() {
         "npm install -g opencode-ai",
         "npm install -g @openai/codex",
         &db,
-        "opens",
+        "does not exist yet: planwire creates it on first use",
         "PLANWIRE_LOG",
         "gh is not on PATH: GitHub issue and pull request links stay text",
     ] {

@@ -1,9 +1,12 @@
 //! `planwire doctor`: each planner (path, version, supported, what is missing), the database
-//! (its path, resolved like the server's, and whether it opens), the OS sandbox (enforced or
-//! why not) and where logs go. Exits 1
-//! when no real planner (claude, opencode, codex) is usable; the `script` planner is a demo.
+//! (its path, resolved like the server's, and its state in words: missing, ready, damaged,
+//! foreign, newer, locked, on a full disk; checked without creating or changing it), the OS
+//! sandbox (enforced or why not) and where logs go. Exits 1 when no real planner (claude,
+//! opencode, codex) is usable, or when the database cannot be used; the `script` planner is a
+//! demo.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use planwire_protocol::{InitializationOptions, PlannerInfo};
 
@@ -11,7 +14,7 @@ use super::output::{paint, print_lines, stdout_color, Style};
 use super::{DoctorArgs, LogSetting};
 use crate::config::Config;
 use crate::planners::{detect, Tool};
-use crate::store::Store;
+use crate::store::{self, human_bytes, Health, StoreError};
 
 /// One planner as the doctor judges it.
 struct Verdict {
@@ -42,8 +45,8 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
         ..InitializationOptions::default()
     };
     let config = Config::from_options(&options);
-    let store = Store::open(&db_path);
-    let planners = detect::detect_all(&config, store.as_ref().ok()).await;
+    let health = store::check(&db_path, Duration::from_secs(2));
+    let planners = detect::detect_all(&config, None).await;
     let verdicts: Vec<Verdict> = planners.into_iter().map(judge).collect();
 
     let mut lines = vec![
@@ -77,16 +80,31 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
     lines.push(String::new());
     lines.push("Database".into());
     lines.push(format!("  {}  (from {})", db_path.display(), args.db.source()));
-    let db_ok = match &store {
-        Ok(_) => {
-            lines.push(format!("  {} opens", ok("ok ")));
-            true
+    let (db_ok, state) = match health {
+        Health::Missing => (true, "does not exist yet: planwire creates it on first use".to_owned()),
+        Health::Ready { version, free } => {
+            let free = free.map(|f| format!(", {} free on its disk", human_bytes(f))).unwrap_or_default();
+            (true, format!("opens (schema version {version}){free}"))
         }
-        Err(e) => {
-            lines.push(format!("  {} does not open: {e}", bad("no ")));
-            false
-        }
+        Health::Full { version, free } => (
+            false,
+            format!(
+                "opens (schema version {version}), but the disk holding it is full ({} free):                  runs would fail with storage_full",
+                human_bytes(free)
+            ),
+        ),
+        Health::Problem(StoreError::Locked { holder, .. }) => (
+            false,
+            format!(
+                "is locked by {}: writes wait, and runs fail with storage_busy after the busy timeout",
+                holder.as_deref().unwrap_or("another process")
+            ),
+        ),
+        Health::Problem(StoreError::Open { problem, .. }) => (false, format!("does not open: {problem}")),
+        Health::Problem(e) => (false, format!("does not open: {e}")),
     };
+    let mark = if db_ok { ok("ok ") } else { bad("no ") };
+    lines.push(format!("  {mark} {state}"));
 
     lines.push(String::new());
     lines.push("Sandbox".into());
@@ -134,6 +152,9 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
         .map(|v| v.info.tool.as_str())
         .collect();
     lines.push(String::new());
+    if !db_ok {
+        lines.push(bad("The database cannot be used: see above, or pass --db PATH."));
+    }
     let code = if usable.is_empty() {
         lines.push(bad(
             "No planner is usable: install Claude Code, OpenCode or Codex (see \"missing\" above).",
@@ -141,7 +162,6 @@ pub async fn run(args: DoctorArgs, log: LogSetting) -> i32 {
         lines.push("The demo still runs without one: planwire plan --root . --title T --tool script".into());
         1
     } else if !db_ok {
-        lines.push(bad("The database does not open: fix the path above or pass --db PATH."));
         1
     } else {
         lines.push(ok(&format!("Ready: {} can plan.", usable.join(", "))));

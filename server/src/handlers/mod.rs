@@ -38,6 +38,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use planwire_protocol::{self as p, ErrorCode, Request};
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -46,43 +47,63 @@ use crate::transport::ResponseError;
 
 pub type HandlerResult<T> = Result<T, ResponseError>;
 
-pub async fn dispatch(s: Arc<Session>, method: &str, params: Value) -> HandlerResult<RawResult> {
-    match method {
-        p::CreateTicket::METHOD => call::<p::CreateTicket, _, _>(s, params, create_ticket::handle).await,
-        p::UpdateTicket::METHOD => call::<p::UpdateTicket, _, _>(s, params, update_ticket::handle).await,
-        p::ListTickets::METHOD => call::<p::ListTickets, _, _>(s, params, list_tickets::handle).await,
-        p::GetTicket::METHOD => call::<p::GetTicket, _, _>(s, params, get_ticket::handle).await,
-        p::StartPlan::METHOD => call::<p::StartPlan, _, _>(s, params, plan::handle).await,
-        p::ListPlans::METHOD => call::<p::ListPlans, _, _>(s, params, list_plans::handle).await,
-        p::GetPlan::METHOD => call::<p::GetPlan, _, _>(s, params, get_plan::handle).await,
-        p::ExportPlan::METHOD => call::<p::ExportPlan, _, _>(s, params, export_plan::handle).await,
-        p::Handoff::METHOD => call::<p::Handoff, _, _>(s, params, handoff::handle).await,
-        p::Stop::METHOD => call::<p::Stop, _, _>(s, params, stop::handle).await,
-        p::Status::METHOD => call::<p::Status, _, _>(s, params, status::handle).await,
-        p::AnswerQuestion::METHOD => call::<p::AnswerQuestion, _, _>(s, params, answer::handle).await,
-        p::GetTranscript::METHOD => get_transcript::handle(s, parse_params(p::GetTranscript::METHOD, params)?).await,
-        p::SetProjectSettings::METHOD => {
-            call::<p::SetProjectSettings, _, _>(s, params, set_project_settings::handle).await
+/// The table of contents: every method and its handler. It makes [`dispatch`] and
+/// [`check_params`], so a method's params are parsed the same way by both.
+macro_rules! methods {
+    ($($req:ident => $handler:path),* $(,)?) => {
+        pub async fn dispatch(s: Arc<Session>, method: &str, params: Value) -> HandlerResult<RawResult> {
+            match method {
+                // Its result is assembled from stored JSON, already serialized.
+                p::GetTranscript::METHOD => get_transcript::handle(s, parse_params(method, params)?).await,
+                $(p::$req::METHOD => call::<p::$req, _, _>(s, params, $handler).await,)*
+                _ => Err(unknown_method(method)),
+            }
         }
-        p::GetProjectSettings::METHOD => {
-            call::<p::GetProjectSettings, _, _>(s, params, get_project_settings::handle).await
+
+        /// Parses `params` as [`dispatch`] would for `method`, without running anything.
+        pub fn check_params(method: &str, params: Value) -> HandlerResult<()> {
+            match method {
+                p::GetTranscript::METHOD => parse_params::<<p::GetTranscript as Request>::Params>(method, params).map(drop),
+                $(p::$req::METHOD => parse_params::<<p::$req as Request>::Params>(method, params).map(drop),)*
+                _ => Err(unknown_method(method)),
+            }
         }
-        p::MemoryList::METHOD => call::<p::MemoryList, _, _>(s, params, memory_list::handle).await,
-        p::MemoryAdd::METHOD => call::<p::MemoryAdd, _, _>(s, params, memory_add::handle).await,
-        p::MemoryRemove::METHOD => call::<p::MemoryRemove, _, _>(s, params, memory_remove::handle).await,
-        p::MemoryAccept::METHOD => call::<p::MemoryAccept, _, _>(s, params, memory_accept::handle).await,
-        p::MemoryReject::METHOD => call::<p::MemoryReject, _, _>(s, params, memory_reject::handle).await,
-        p::DeleteTicket::METHOD => call::<p::DeleteTicket, _, _>(s, params, delete_ticket::handle).await,
-        p::Breakdown::METHOD => call::<p::Breakdown, _, _>(s, params, breakdown::handle).await,
-        p::GetRun::METHOD => call::<p::GetRun, _, _>(s, params, get_run::handle).await,
-        p::LinkProject::METHOD => call::<p::LinkProject, _, _>(s, params, link_project::handle).await,
-        p::UnlinkProject::METHOD => call::<p::UnlinkProject, _, _>(s, params, unlink_project::handle).await,
-        p::ListLinks::METHOD => call::<p::ListLinks, _, _>(s, params, list_links::handle).await,
-        _ => Err(ResponseError::new(
-            ErrorCode::MethodNotFound,
-            format!("unknown method {method}"),
-        )),
-    }
+
+        /// Every method [`dispatch`] serves.
+        pub const METHODS: &[&str] = &[p::GetTranscript::METHOD, $(p::$req::METHOD),*];
+    };
+}
+
+methods! {
+    CreateTicket => create_ticket::handle,
+    UpdateTicket => update_ticket::handle,
+    ListTickets => list_tickets::handle,
+    GetTicket => get_ticket::handle,
+    StartPlan => plan::handle,
+    ListPlans => list_plans::handle,
+    GetPlan => get_plan::handle,
+    ExportPlan => export_plan::handle,
+    Handoff => handoff::handle,
+    Stop => stop::handle,
+    Status => status::handle,
+    AnswerQuestion => answer::handle,
+    SetProjectSettings => set_project_settings::handle,
+    GetProjectSettings => get_project_settings::handle,
+    MemoryList => memory_list::handle,
+    MemoryAdd => memory_add::handle,
+    MemoryRemove => memory_remove::handle,
+    MemoryAccept => memory_accept::handle,
+    MemoryReject => memory_reject::handle,
+    DeleteTicket => delete_ticket::handle,
+    Breakdown => breakdown::handle,
+    GetRun => get_run::handle,
+    LinkProject => link_project::handle,
+    UnlinkProject => unlink_project::handle,
+    ListLinks => list_links::handle,
+}
+
+fn unknown_method(method: &str) -> ResponseError {
+    ResponseError::new(ErrorCode::MethodNotFound, format!("unknown method {method}"))
 }
 
 /// A result serialized once, here; the transport copies it into the frame as it is.
@@ -100,13 +121,29 @@ where
 }
 
 /// Typed params, with an error that names the offending field.
-pub fn parse_params<P: serde::de::DeserializeOwned>(method: &str, params: Value) -> HandlerResult<P> {
-    let params = if params.is_null() {
-        Value::Object(Default::default())
-    } else {
-        params
+///
+/// Params are named: an object. Absent params (or `null`) count as `{}`, so a method whose
+/// fields are all optional needs none, and one with a required field says which is missing.
+/// An array is refused: serde would bind its items to the fields by position, so a reordered
+/// field would silently take another's value. Fields this version does not know are ignored,
+/// as LSP clients expect of a server, and logged at debug.
+pub fn parse_params<P: DeserializeOwned>(method: &str, params: Value) -> HandlerResult<P> {
+    let params = match params {
+        Value::Null => Value::Object(Default::default()),
+        Value::Object(_) => params,
+        _ => {
+            return Err(invalid_params(format!(
+                "invalid params for {method}: params must be an object"
+            )))
+        }
     };
-    serde_path_to_error::deserialize(params).map_err(|e| {
+    let mut ignored = Vec::new();
+    let mut note = |path: serde_ignored::Path| ignored.push(path.to_string());
+    let parsed = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(params, &mut note));
+    if !ignored.is_empty() {
+        tracing::debug!("{method}: ignored unknown params: {}", ignored.join(", "));
+    }
+    parsed.map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let message = if path == "." || path.is_empty() {
@@ -114,10 +151,53 @@ pub fn parse_params<P: serde::de::DeserializeOwned>(method: &str, params: Value)
         } else {
             format!("invalid params for {method}: field `{path}`: {inner}")
         };
-        ResponseError::new(ErrorCode::InvalidParams, message)
+        invalid_params(message)
     })
 }
 
 pub fn invalid_params(message: impl Into<String>) -> ResponseError {
     ResponseError::new(ErrorCode::InvalidParams, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn params_are_named_only() {
+        for method in METHODS {
+            let e = check_params(method, json!(["/repo", "t", ""])).unwrap_err();
+            assert_eq!(e.code, -32602, "{method}");
+            assert!(
+                e.message.contains("params must be an object"),
+                "{method}: {}",
+                e.message
+            );
+            assert_eq!(check_params(method, json!("x")).unwrap_err().code, -32602, "{method}");
+        }
+    }
+
+    #[test]
+    fn missing_params_count_as_an_empty_object() {
+        // Every field optional: no params is fine.
+        check_params(p::ListTickets::METHOD, Value::Null).unwrap();
+        check_params(p::Status::METHOD, Value::Null).unwrap();
+        // A required field: -32602 naming it.
+        let e = check_params(p::GetTicket::METHOD, Value::Null).unwrap_err();
+        assert_eq!(e.code, -32602);
+        assert!(e.message.contains("ticketId"), "{}", e.message);
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored() {
+        let parsed: p::TicketRef =
+            parse_params(p::GetTicket::METHOD, json!({"ticketId": 3, "future": {"x": 1}})).unwrap();
+        assert_eq!(parsed.ticket_id, 3);
+    }
+
+    #[test]
+    fn unknown_methods_are_method_not_found() {
+        assert_eq!(check_params("planwire/nope", json!({})).unwrap_err().code, -32601);
+    }
 }

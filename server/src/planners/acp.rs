@@ -9,7 +9,7 @@
 //! ids, permission shapes, traps) were measured against the real agents; see README.md.
 
 mod client;
-mod updates;
+pub(crate) mod updates;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -10,9 +10,11 @@
 //!   the flush at a `result` with `is_error: false` marks text `final`; a flush anywhere else
 //!   (including an error `result`, e.g. after SIGINT) leaves it not final. A `thinking` block
 //!   that follows buffered text of the same message is queued behind it, so order is kept.
-//! - **`result.result` is only the last text block**, so the parser keeps its own copy of every
-//!   text block ([`ClaudeParser::final_text`], [`ClaudeParser::all_text`]). Only if a
-//!   successful `result` arrives with no final text buffered is `result.result` used.
+//! - **`result.result` is only the last text block**, so the parser keeps its own copy of the
+//!   text blocks ([`ClaudeParser::final_text`], [`ClaudeParser::all_text`]), as far back as
+//!   [`TEXT_TAIL`](super::TEXT_TAIL): memory stays flat in the stream's length, and older text
+//!   is in the store. Only if a successful `result` arrives with no final text buffered is
+//!   `result.result` used.
 //! - **`subtype: "success"` with `is_error: true` is an error**: `is_error` decides, not
 //!   `subtype` (a missing `is_error` falls back to `subtype` starting with `error`).
 //! - **API errors print a synthetic `assistant` line** (`message.model: "<synthetic>"`, a
@@ -54,7 +56,7 @@ use serde_json::Value;
 
 use super::{
     each_field, emit_held, flag_value_ok, parse_json_line, parse_typed_line, str_of, summarize_fields, truncate_chars,
-    LineParser, ParsedEvent, Skip, Str, Subagents,
+    LineParser, ParsedEvent, Skip, Str, Subagents, TextTail,
 };
 
 /// Longest tool input summary, in characters (an ellipsis is added when cut).
@@ -116,8 +118,8 @@ pub struct ClaudeParser {
     /// Subagents started with `run_in_background`: their tool_result arrives at launch, so
     /// only their notification (or EOF) ends them.
     background_subagents: HashSet<String>,
-    main_text: Vec<String>,
-    final_text: Vec<String>,
+    main_text: TextTail,
+    final_text: TextTail,
     saw_result: bool,
     result_is_error: bool,
     result_message: Option<String>,
@@ -208,7 +210,8 @@ impl ClaudeParser {
         self.final_text.join("\n\n")
     }
 
-    /// Every main-thread text block in order, joined by blank lines.
+    /// The main-thread text blocks in order, joined by blank lines, as far back as
+    /// [`TEXT_TAIL`](super::TEXT_TAIL).
     pub fn all_text(&self) -> String {
         self.main_text.join("\n\n")
     }
@@ -721,6 +724,9 @@ impl LineParser for ClaudeParser {
     }
     fn all_text(&self) -> String {
         ClaudeParser::all_text(self)
+    }
+    fn text_dropped(&self) -> bool {
+        self.main_text.dropped()
     }
     fn final_text(&self) -> String {
         ClaudeParser::final_text(self)

@@ -114,8 +114,12 @@ pub struct PassEnd {
     pub stderr_tail: String,
     /// The text of the final answer (where the plan is looked for first).
     pub final_text: String,
-    /// The main agent's text, as far as plan extraction needs it (bounded).
+    /// The main agent's text, as far back as [`TEXT_TAIL`](super::TEXT_TAIL) (where the plan
+    /// is looked for after the final answer).
     pub all_text: String,
+    /// Older main-agent text than `all_text` holds was let go (it is in the store, as the
+    /// run's `text` events, and the plan is looked for there too).
+    pub text_dropped: bool,
     /// The provider session the pass used or created.
     pub session_id: Option<String>,
     /// The planner's own error, when it reported one.

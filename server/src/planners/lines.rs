@@ -131,6 +131,7 @@ impl LinesDriver {
             exit,
             final_text: p.final_text(),
             all_text: p.all_text(),
+            text_dropped: p.text_dropped(),
             session_id: p.session_id(),
             error_message: p.error_message(),
             missing_answer: p.explain_missing_answer(&stderr_tail),

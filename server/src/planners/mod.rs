@@ -81,8 +81,14 @@ pub trait LineParser: Send + Sync {
     /// At end of output.
     fn finish(&mut self) -> Vec<ParsedEvent>;
     fn session_id(&self) -> Option<String>;
-    /// All main-agent text, in order (where the plan is looked for).
+    /// The main agent's text, in order, as far back as [`TEXT_TAIL`] (where the plan is
+    /// looked for after the final answer).
     fn all_text(&self) -> String;
+    /// Main-agent text older than what [`all_text`](Self::all_text) holds was let go (it
+    /// is in the store, as the run's `text` events).
+    fn text_dropped(&self) -> bool {
+        false
+    }
     /// The text of the final answer.
     fn final_text(&self) -> String;
     /// The CLI's own error text, when it reported one.
@@ -581,14 +587,68 @@ pub(crate) fn each_field<'de, A: MapAccess<'de>>(
     Ok(())
 }
 
+/// How much of a run's main-agent text a parser keeps: its last text blocks, up to this many
+/// bytes (always at least the last block). The answers planwire looks for (the plan, an
+/// outline, research findings) end the text; what was let go is in the store
+/// ([`LineParser::text_dropped`]).
+pub const TEXT_TAIL: usize = 1024 * 1024;
+
+/// Text blocks, in order, as far back as [`TEXT_TAIL`] bytes: memory stays flat however
+/// long the stream.
+#[derive(Debug, Default)]
+pub(crate) struct TextTail {
+    blocks: std::collections::VecDeque<String>,
+    bytes: usize,
+    dropped: bool,
+}
+
+impl TextTail {
+    /// Each block counts with the blank line that joins it to the next.
+    pub fn push(&mut self, block: String) {
+        self.bytes += block.len() + 2;
+        self.blocks.push_back(block);
+        while self.bytes > TEXT_TAIL && self.blocks.len() > 1 {
+            let gone = self.blocks.pop_front().expect("more than one block");
+            self.bytes -= gone.len() + 2;
+            self.dropped = true;
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    pub fn last(&self) -> Option<&String> {
+        self.blocks.back()
+    }
+
+    /// The blocks kept, joined by `sep`.
+    pub fn join(&self, sep: &str) -> String {
+        let mut out = String::with_capacity(self.bytes + sep.len() * self.blocks.len());
+        for (i, b) in self.blocks.iter().enumerate() {
+            if i > 0 {
+                out.push_str(sep);
+            }
+            out.push_str(b);
+        }
+        out
+    }
+
+    pub fn clear(&mut self) {
+        self.dropped |= !self.blocks.is_empty();
+        self.blocks.clear();
+        self.bytes = 0;
+    }
+
+    /// Earlier blocks were let go.
+    pub fn dropped(&self) -> bool {
+        self.dropped
+    }
+}
+
 /// Emits held main-agent events in order. Their text is final when `is_final`, and is then
 /// also added to `final_text`.
-pub(crate) fn emit_held(
-    held: Vec<EventBody>,
-    is_final: bool,
-    final_text: &mut Vec<String>,
-    out: &mut Vec<ParsedEvent>,
-) {
+pub(crate) fn emit_held(held: Vec<EventBody>, is_final: bool, final_text: &mut TextTail, out: &mut Vec<ParsedEvent>) {
     for mut body in held {
         if let EventBody::Text { text, is_final: flag } = &mut body {
             *flag = is_final;
@@ -914,6 +974,47 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn text_tails_keep_the_last_blocks_up_to_the_bound() {
+        let mut t = TextTail::default();
+        t.push("first".into());
+        t.push("second".into());
+        assert_eq!(t.join("\n\n"), "first\n\nsecond");
+        assert!(!t.dropped());
+        for i in 0..3000 {
+            t.push(format!("{i:04} {}", "x".repeat(995)));
+        }
+        assert!(t.dropped());
+        let kept = t.join("\n\n");
+        assert!(
+            kept.len() <= TEXT_TAIL && kept.len() > TEXT_TAIL - 2000,
+            "{}",
+            kept.len()
+        );
+        assert!(kept.ends_with(&"x".repeat(995)));
+        assert!(t.last().unwrap().starts_with("2999 "));
+        // A block larger than the bound is kept whole: it is the last one.
+        t.push("y".repeat(TEXT_TAIL + 1));
+        assert_eq!(t.join("").len(), TEXT_TAIL + 1);
+    }
+
+    #[test]
+    fn claudes_parser_keeps_a_bounded_tail_of_a_long_stream() {
+        // The other adapters' mappers keep the same `TextTail` (their own tests, and the fuzz
+        // targets, check the bound).
+        let block = "z".repeat(1000);
+        let line = format!(
+            r#"{{"type":"assistant","message":{{"id":"m@","content":[{{"type":"text","text":"{block}"}}]}},"parent_tool_use_id":null}}"#
+        );
+        let mut p = Tool::Claude.parser();
+        for i in 0..3000 {
+            p.parse_line(&line.replace('@', &i.to_string()));
+        }
+        p.finish();
+        assert!(p.all_text().len() <= TEXT_TAIL, "{}", p.all_text().len());
+        assert!(p.text_dropped());
+    }
+
     use super::*;
 
     #[test]

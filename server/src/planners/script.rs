@@ -12,6 +12,10 @@
 //! the parser; `"interactive": true` there makes planwire talk to the script on stdin, as to
 //! Claude Code in its bidirectional mode.
 //!
+//! For floods (benchmarks, back-pressure and crash tests), an `out` directive may carry
+//! `"repeat": N`: the line is printed N times, each `@@N@@` in it replaced by the copy's
+//! number (1 to N), so a small script streams hundreds of megabytes of distinct lines.
+//!
 //! For benchmarks, an `out` directive may also carry `"atMs": N` (print no earlier than N ms
 //! after the replay started, so a paced stream does not drift) and `"stamp": TOKEN` (every
 //! TOKEN in the line is replaced, as it is written, by CLOCK_MONOTONIC in nanoseconds).
@@ -96,7 +100,11 @@ struct Directive {
     await_file: Option<String>,
     at_ms: Option<u64>,
     stamp: Option<String>,
+    repeat: Option<u64>,
 }
+
+/// The token of an `out` line that `repeat` replaces with the copy's number.
+const COPY_TOKEN: &str = "@@N@@";
 
 /// CLOCK_MONOTONIC in nanoseconds, the same clock in every process of the machine.
 fn monotonic_ns() -> u64 {
@@ -195,8 +203,16 @@ pub fn replay(name_or_path: &str) -> i32 {
             if let Some(token) = d.stamp.filter(|t| !t.is_empty()) {
                 out = out.replace(&token, &monotonic_ns().to_string());
             }
-            if writeln!(stdout, "{out}").is_err() {
-                return 141; // the reader is gone
+            let numbered = out.contains(COPY_TOKEN);
+            for n in 1..=d.repeat.unwrap_or(1) {
+                let written = if numbered {
+                    writeln!(stdout, "{}", out.replace(COPY_TOKEN, &n.to_string()))
+                } else {
+                    writeln!(stdout, "{out}")
+                };
+                if written.is_err() {
+                    return 141; // the reader is gone
+                }
             }
         }
         let hands_over = d.err.is_some() || d.spawn.is_some() || d.await_stdin.is_some() || d.exit.is_some();

@@ -196,6 +196,7 @@ impl Run {
         let facts = Facts {
             stop_requested: false,
             ticket_title: "",
+            stored_plan: None,
         };
         let (ending, _) = decide(How::Ended(Box::new(ended)), &facts);
         match ending.status {
@@ -256,6 +257,11 @@ impl Run {
     async fn finish_breakdown(mut self, ended: Ended) {
         let run = self.run_id;
         self.deltas.clear();
+        // A run whose events could not all be stored is never completed.
+        let ended = match self.storage_failure.clone() {
+            Some(f) => Ended::Failed(f),
+            None => ended,
+        };
         let (mut ending, created) = match ended {
             Ended::Created(ids) => {
                 let mut e = failed_ending("", String::new(), Some(0), None);
@@ -286,7 +292,7 @@ impl Run {
         let recorded = self
             .s
             .store
-            .write(move |c| {
+            .write_ending(move |c| {
                 runs::finish(c, run, &ending)?;
                 transcript::end_open_agent_runs(c, run, status.as_str())
             })

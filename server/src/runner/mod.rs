@@ -30,8 +30,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use planwire_protocol::{
-    AgentRunId, ErrorCode, EventBody, QuestionId, QuestionParams, RunChangedParams, RunId, SubagentPhase, Ticket,
-    TicketChangedParams, TicketId, TranscriptEvent, TranscriptParams,
+    AgentRunId, ErrorCode, EventBody, Failure, QuestionId, QuestionParams, RunChangedParams, RunId, SubagentPhase,
+    Ticket, TicketChangedParams, TicketId, TranscriptEvent, TranscriptParams,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -291,6 +291,8 @@ pub(crate) struct Run {
     fallback: Option<(Ticket, RunSpec)>,
     /// The sandbox state recorded on the run (again when a later pass differs).
     sandbox_recorded: Option<planwire_protocol::SandboxState>,
+    /// The store could not take a batch: the run ends there, failed with this.
+    storage_failure: Option<Failure>,
 }
 
 impl Run {
@@ -350,6 +352,7 @@ impl Run {
             live: HashMap::new(),
             fallback: None,
             sandbox_recorded: None,
+            storage_failure: None,
         }
     }
 
@@ -424,12 +427,15 @@ impl Run {
         self.progress.report(label.clone());
         let parent = parent.and_then(|p| self.agents.get(p)).copied();
         let (run, k) = (self.run_id, key.to_owned());
-        let id = self
+        let started = self
             .s
             .store
             .write(move |c| transcript::start_agent_run(c, run, parent, Some(&k), &label))
-            .await
-            .unwrap_or_default();
+            .await;
+        let id = started.unwrap_or_else(|e| {
+            self.storage_failed("an agent run", &e);
+            0
+        });
         self.agents.insert(key.to_owned(), id);
         id
     }
@@ -453,12 +459,18 @@ impl Run {
     }
 
     /// Commits the pending events, then notifies them (with the very JSON that was stored).
+    /// A batch the store cannot take is never skipped: the store has already retried what
+    /// can be retried (a lock), so the run ends here ([`Run::storage_failure`]): its passes
+    /// are stopped, and nothing after it is stored or notified. Seqs stay contiguous in both.
     async fn flush(&mut self) {
         self.pending_since = None;
         if self.pending.is_empty() {
             return;
         }
         let events = std::mem::take(&mut self.pending);
+        if self.storage_failure.is_some() {
+            return;
+        }
         let (run, count) = (self.run_id, events.len());
         match self.s.store.write(move |c| transcript::append(c, run, &events)).await {
             Ok(payloads) => {
@@ -478,7 +490,27 @@ impl Run {
                 frame.push_str("]}}");
                 self.s.outbox.send_bytes(frame.into_bytes()).await;
             }
-            Err(e) => tracing::error!("run {run}: cannot store {count} events: {e}"),
+            Err(e) => self.storage_failed(&format!("{count} events"), &e),
+        }
+    }
+
+    /// Records that the store could not take part of the run: its passes are stopped, and
+    /// the run ends failed with it.
+    fn storage_failed(&mut self, what: &str, e: &StoreError) {
+        tracing::error!("run {}: cannot store {what}: {e}; the run ends here", self.run_id);
+        if self.storage_failure.is_none() {
+            self.storage_failure = Some(outcome::storage_failure(e));
+            self.stop_all(planners::driver::StopWhy::Stopped);
+        }
+    }
+
+    /// A run whose events could not all be stored is never completed, whatever its planner
+    /// did.
+    fn storage_verdict(&self, ending: &mut runs::Ending, settle: &mut outcome::Settle) {
+        if let Some(failure) = self.storage_failure.clone() {
+            *settle = outcome::Settle::Failed(failure.message.clone());
+            ending.status = planwire_protocol::RunStatus::Failed;
+            ending.failure = Some(failure);
         }
     }
 
@@ -487,19 +519,23 @@ impl Run {
         let run = self.run_id;
         self.deltas.clear();
         let stop_requested = stop_requested(&self.s, run).await;
+        let stored_plan = outcome::plan_from_store(&self.s, run, &how).await;
         let facts = Facts {
             stop_requested,
             ticket_title: &self.title,
+            stored_plan: stored_plan.as_ref(),
         };
-        let unknown_session = matches!(&how, How::Ended(e) if e.end.session_not_found);
+        let unknown_session =
+            matches!(&how, How::Ended(e) if e.end.session_not_found) && self.storage_failure.is_none();
         let session_id = match &how {
             How::Ended(e) => e.end.session_id.clone(),
             How::SpawnFailed(_) => None,
         };
-        let (mut ending, settle) = decide(how, &facts);
+        let (mut ending, mut settle) = decide(how, &facts);
         if let (true, Some(failure)) = (unknown_session, ending.failure.as_mut()) {
             failure.code = "session_not_found".into();
         }
+        self.storage_verdict(&mut ending, &mut settle);
         ending.session_id = session_id;
         ending.first_output_ms = self.first_output_ms;
         ending.first_final_ms = self.first_final_ms;
@@ -553,7 +589,7 @@ impl Run {
             }
             None => {
                 let run = self.run_id;
-                let _ = self.s.store.write(move |c| runs::finish(c, run, &ending)).await;
+                let _ = self.s.store.write_ending(move |c| runs::finish(c, run, &ending)).await;
             }
         }
         self.s.unregister(self.run_id);

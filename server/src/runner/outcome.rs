@@ -12,7 +12,7 @@ use super::pass::Ended;
 use crate::planners::driver::Exit;
 use crate::planners::plan::{extract_plan, plan_markdown, strip_plan_block};
 use crate::session::Session;
-use crate::store::{plans, questions, runs, tickets, transcript};
+use crate::store::{plans, questions, runs, tickets, transcript, StoreError};
 use crate::util::now;
 
 pub(super) enum How {
@@ -71,6 +71,46 @@ fn plan_from_candidate(candidate: &str, fallback_title: &str) -> Plan {
 pub(super) struct Facts<'a> {
     pub stop_requested: bool,
     pub ticket_title: &'a str,
+    /// A plan read back from the stored transcript ([`plan_from_store`]).
+    pub stored_plan: Option<&'a Plan>,
+}
+
+/// The plan, read back from the run's stored `text` events, when the adapter let go of older
+/// text (it keeps a bounded tail) and neither the final answer nor the tail holds one.
+pub(super) async fn plan_from_store(s: &Session, run: RunId, how: &How) -> Option<Plan> {
+    let How::Ended(ended) = how else {
+        return None;
+    };
+    let end = &ended.end;
+    if !end.text_dropped || extract_plan(&end.final_text).is_some() || extract_plan(&end.all_text).is_some() {
+        return None;
+    }
+    s.store
+        .read(move |c| transcript::find_in_main_text(c, run, extract_plan))
+        .await
+        .ok()
+        .flatten()
+}
+
+/// The failure of a run that ends because the store could not take its events: the
+/// store's words (where, how full, who holds the lock), and what is kept.
+pub(super) fn storage_failure(e: &StoreError) -> Failure {
+    let code = match e {
+        StoreError::Full { .. } => "storage_full",
+        StoreError::Locked { .. } => "storage_busy",
+        _ => "storage_error",
+    };
+    let advice = match e {
+        StoreError::Full { .. } => " Free some space, then plan again.",
+        StoreError::Locked { .. } => " Close the other program, then plan again.",
+        _ => "",
+    };
+    Failure {
+        code: code.into(),
+        message: format!(
+            "Planning stopped: {e}. Every event shown so far is saved; nothing after it was kept.{advice}"
+        ),
+    }
 }
 
 pub(super) fn decide(how: How, f: &Facts) -> (runs::Ending, Settle) {
@@ -120,12 +160,15 @@ fn decide_ended(ended: &Ended, f: &Facts) -> (runs::Ending, Settle) {
         Exit::Exited(st) => {
             let (code, signal) = status_parts(st);
             let text = &end.final_text;
-            let plan = extract_plan(text).or_else(|| extract_plan(&end.all_text)).or_else(|| {
-                ended
-                    .plan_candidate
-                    .as_deref()
-                    .map(|c| plan_from_candidate(c, f.ticket_title))
-            });
+            let plan = extract_plan(text)
+                .or_else(|| extract_plan(&end.all_text))
+                .or_else(|| f.stored_plan.cloned())
+                .or_else(|| {
+                    ended
+                        .plan_candidate
+                        .as_deref()
+                        .map(|c| plan_from_candidate(c, f.ticket_title))
+                });
             match (code, end.error_message.clone(), plan) {
                 (Some(0), None, Some(plan)) => {
                     let update = strip_plan_block(text).trim().to_owned();
@@ -191,24 +234,24 @@ pub(super) async fn record_end(
 ) -> Option<(Question, TranscriptEvent)> {
     let result = s
         .store
-        .write(move |c| {
+        .write_ending(move |c| {
             runs::finish(c, run, &ending)?;
             transcript::end_open_agent_runs(c, run, ending.status.as_str())?;
             // A live question the run never got answered stays answerable: it resumes the session.
             questions::mark_stale(c, run)?;
             let mut question = None;
-            let status = match settle {
+            let status = match &settle {
                 Settle::Planned { plan, update } => {
                     // A new version, never an overwrite: every plan a ticket was given stays.
-                    plans::record(c, ticket, Some(run), &plan)?;
+                    plans::record(c, ticket, Some(run), plan)?;
                     crate::store::memory::record_suggestions(c, ticket, run, &plan.memory_suggestions)?;
                     if !update.is_empty() {
-                        tickets::add_message(c, ticket, Some(run), "response", &update)?;
+                        tickets::add_message(c, ticket, Some(run), "response", update)?;
                     }
-                    tickets::add_message(c, ticket, Some(run), "plan", &plan_markdown(&plan))?;
+                    tickets::add_message(c, ticket, Some(run), "plan", &plan_markdown(plan))?;
                     if !plan.open_questions.is_empty() {
                         let q =
-                            questions::create(c, ticket, run, QuestionSource::Plan, &plan_question_items(&plan), None)?;
+                            questions::create(c, ticket, run, QuestionSource::Plan, &plan_question_items(plan), None)?;
                         let text: Vec<String> = plan.open_questions.iter().map(|q| format!("- {q}")).collect();
                         tickets::add_message(c, ticket, Some(run), "question", &text.join("\n"))?;
                         let body = EventBody::Question { question_id: q.id };
@@ -224,7 +267,7 @@ pub(super) async fn record_end(
                     TicketStatus::Planned
                 }
                 Settle::Failed(message) => {
-                    tickets::add_message(c, ticket, Some(run), "error", &message)?;
+                    tickets::add_message(c, ticket, Some(run), "error", message)?;
                     TicketStatus::Failed
                 }
                 Settle::Stopped => {

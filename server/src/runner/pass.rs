@@ -122,6 +122,9 @@ impl Run {
     /// its process (the first pass marks the run started; later ones record their group, so
     /// recovery finds whichever runs), and starts its driver.
     pub(super) async fn start_pass(&mut self, pass: PassSpec<'_>) -> Result<PassId, String> {
+        if let Some(failure) = &self.storage_failure {
+            return Err(failure.message.clone());
+        }
         // The OS sandbox, scratch TMPDIR and work-tree snapshot of the pass.
         let sandbox = self.sandbox_pass(pass.root).await?;
         let root = std::path::Path::new(pass.root);

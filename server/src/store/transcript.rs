@@ -1,7 +1,7 @@
 //! The transcript: append-only numbered events, and the agent runs they belong to.
 //! Streaming N bytes writes O(N) bytes: rows are inserted, never rewritten.
 
-use planwire_protocol::{AgentRunId, RunId, TicketId, TranscriptEvent, Usage};
+use planwire_protocol::{AgentRunId, EventBody, RunId, TicketId, TranscriptEvent, Usage};
 use rusqlite::{params, Connection};
 
 use super::Result;
@@ -43,6 +43,27 @@ pub fn page_raw(conn: &Connection, run: RunId, after: u64, limit: u32) -> Result
     }
     let last: u64 = conn.query_row("SELECT last_seq FROM runs WHERE id = ?1", [run], |r| r.get(0))?;
     Ok((payloads, page_end, last))
+}
+
+/// The main agent's `text` events of a run, newest first, one at a time, until `f` finds
+/// what it looks for: how the runner reads back text a parser let go of.
+pub fn find_in_main_text<T>(conn: &Connection, run: RunId, mut f: impl FnMut(&str) -> Option<T>) -> Result<Option<T>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT payload FROM transcript WHERE run_id = ?1 AND kind = 'text' AND agent_run_id IS NULL ORDER BY seq DESC",
+    )?;
+    let mut rows = stmt.query([run])?;
+    while let Some(row) = rows.next()? {
+        let payload = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+        let Ok(event) = serde_json::from_str::<TranscriptEvent>(payload) else {
+            continue;
+        };
+        if let EventBody::Text { text, .. } = event.body {
+            if let Some(found) = f(&text) {
+                return Ok(Some(found));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The `usage` events of every run of a ticket, summed (a partial index finds them).

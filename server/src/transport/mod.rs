@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
-use framing::{read_frame, write_frame_unflushed, Frame, FrameError};
+use framing::{read_frame, write_frame_unflushed, Frame, FrameError, Rescan};
 
 /// At most this many bytes of outgoing frames wait for the writer; a sender past it waits.
 /// A single larger frame still goes out (alone).
@@ -262,12 +262,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(codec: Codec, writer: W, mut rx: mpsc
     }
 }
 
-async fn read_loop<R: AsyncBufRead + Unpin>(
-    codec: Codec,
-    mut reader: R,
-    tx: mpsc::Sender<ReaderEvent>,
-    outbox: Outbox,
-) {
+async fn read_loop<R: AsyncBufRead + Unpin>(codec: Codec, reader: R, tx: mpsc::Sender<ReaderEvent>, outbox: Outbox) {
+    let mut reader = Rescan::new(reader);
     let clean = loop {
         let body = match codec.read(&mut reader).await {
             Ok(Frame::Body(body)) => body,
@@ -278,6 +274,10 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
             Ok(Frame::Eof) => break true,
             Err(FrameError::TooLarge(n)) => {
                 tracing::error!("closing the connection: Content-Length {n} is over the limit");
+                break false;
+            }
+            Err(e @ FrameError::Conflicting(..)) => {
+                tracing::error!("closing the connection: {e}: where the body ends cannot be known");
                 break false;
             }
             Err(FrameError::Io(e)) => {
@@ -295,6 +295,10 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
             tracing::warn!("a frame is not valid JSON: {e}");
             let err = ResponseError::new(ErrorCode::ParseError, format!("parse error: {e}"));
             outbox.respond_error(None, err).await;
+            if codec == Codec::Lsp {
+                // Its length may have been wrong: the next frame's header may be inside.
+                reader.rescan(body);
+            }
         }
     };
     // Nobody will answer the requests still waiting: they fail now instead of hanging.

@@ -163,7 +163,8 @@ async fn run(d: AcpDriver, mut child: Supervised, io: PassIo) {
         exit,
         stderr_tail,
         final_text: c.turn.last_text.clone(),
-        all_text: c.turn.all_text.clone(),
+        all_text: c.turn.all_text.join("\n"),
+        text_dropped: c.turn.all_text.dropped(),
         session_id: c.session.clone(),
         error_message: c.error.take(),
         missing_answer: c.missing_answer.take(),
@@ -235,10 +236,10 @@ impl Conn {
             return Ok(());
         }
         self.prompt(&session, &req.prompt).await?;
-        let planned = extract_plan(&self.turn.all_text).is_some();
+        let planned = extract_plan(&self.turn.all_text.join("\n")).is_some();
         if !planned && self.refused && self.error.is_none() {
             self.prompt(&session, REPROMPT).await?;
-            if extract_plan(&self.turn.all_text).is_none() {
+            if extract_plan(&self.turn.all_text.join("\n")).is_none() {
                 self.missing_answer = Some(format!(
                     "the ACP agent {} ended its turn without a plan after a refused permission, twice",
                     spec.name

@@ -16,8 +16,6 @@ use crate::planners::{summarize_fields, truncate_chars, ParsedEvent};
 
 /// Longest tool output kept in a `toolResult`.
 const OUTPUT_MAX: usize = 500;
-/// Bound on the text kept for plan extraction.
-const ALL_TEXT_MAX: usize = 1024 * 1024;
 
 /// How the plan (or read-only) mode is selected before the first prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,8 +203,9 @@ pub struct Turn {
     open: Option<(DeltaKind, String)>,
     /// The last text block of the turn (the final answer).
     pub last_text: String,
-    /// All main-agent text of the pass (bounded), for plan extraction.
-    pub all_text: String,
+    /// The main agent's text blocks of the pass, as far back as
+    /// [`TEXT_TAIL`](crate::planners::TEXT_TAIL), for plan extraction.
+    pub all_text: crate::planners::TextTail,
     /// Tool kinds by call id, for permission requests that carry none.
     pub kinds: HashMap<String, ToolKind>,
     /// Calls already given a result.
@@ -315,10 +314,7 @@ impl Turn {
         let body = match kind {
             DeltaKind::Text => {
                 self.last_text = text.clone();
-                if self.all_text.len() + text.len() <= ALL_TEXT_MAX {
-                    self.all_text.push_str(&text);
-                    self.all_text.push('\n');
-                }
+                self.all_text.push(text.clone());
                 EventBody::Text { text, is_final: at_end }
             }
             DeltaKind::Reasoning => EventBody::Reasoning { text },

@@ -138,8 +138,8 @@ pub struct Mapper {
     plans_behind: Vec<String>,
     calls: HashSet<String>,
     results: HashSet<String>,
-    main_text: Vec<String>,
-    final_text: Vec<String>,
+    main_text: crate::planners::TextTail,
+    final_text: crate::planners::TextTail,
     /// Summed `last` usage: input, cached input, cache write, output.
     usage: Option<[u64; 4]>,
     /// Each thread's last `total`, to tell a new request from a repeat.
@@ -191,9 +191,15 @@ impl Mapper {
         self.final_text.join("\n\n")
     }
 
-    /// Every main-agent message in order, joined by blank lines.
+    /// The main agent's texts in order, joined by blank lines, as far back as
+    /// [`TEXT_TAIL`](crate::planners::TEXT_TAIL).
     pub fn all_text(&self) -> String {
         self.main_text.join("\n\n")
+    }
+
+    /// Older main-agent text than [`all_text`](Self::all_text) holds was let go.
+    pub fn text_dropped(&self) -> bool {
+        self.main_text.dropped()
     }
 
     /// The turn's fatal error.

@@ -158,6 +158,7 @@ async fn run(driver: ServeDriver, mut child: Supervised, mut io: PassIo) {
         exit,
         final_text: mapper.final_text(),
         all_text: mapper.all_text(),
+        text_dropped: mapper.text_dropped(),
         session_id: mapper.session_id(),
         error_message: mapper.error_message(),
         missing_answer: mapper.explain_missing_answer(&stderr_tail),

@@ -123,8 +123,8 @@ pub struct Mapper {
     /// Finished text and reasoning per agent, until its step ends.
     pub(super) held: Vec<(Option<String>, EventBody)>,
     pub(super) subagents: Subagents,
-    pub(super) main_text: Vec<String>,
-    pub(super) final_text: Vec<String>,
+    pub(super) main_text: crate::planners::TextTail,
+    pub(super) final_text: crate::planners::TextTail,
     pub(super) totals: Totals,
     pub(super) steps: u32,
     pub(super) last_reason: Option<String>,
@@ -249,9 +249,15 @@ impl Mapper {
         self.final_text.join("\n\n")
     }
 
-    /// Every main-agent text, in order, joined by blank lines.
+    /// The main agent's texts in order, joined by blank lines, as far back as
+    /// [`TEXT_TAIL`](crate::planners::TEXT_TAIL).
     pub fn all_text(&self) -> String {
         self.main_text.join("\n\n")
+    }
+
+    /// Older main-agent text than [`all_text`](Self::all_text) holds was let go.
+    pub fn text_dropped(&self) -> bool {
+        self.main_text.dropped()
     }
 
     pub fn error_message(&self) -> Option<String> {

@@ -29,7 +29,7 @@ pub mod events;
 mod http;
 mod parts;
 mod permissions;
-mod sse;
+pub(crate) mod sse;
 mod start;
 
 use std::path::Path;
