@@ -271,6 +271,10 @@ end
 --- @param params table
 --- @param cb fun(err: any, result: any)?
 function M.request(method, params, cb)
+  -- Params are named: an empty Lua table would be encoded as `[]`, which the server refuses.
+  if params == nil or (type(params) == 'table' and next(params) == nil) then
+    params = vim.empty_dict()
+  end
   cb = cb
     or function(err)
       if err then
