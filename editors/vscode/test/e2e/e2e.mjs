@@ -437,9 +437,12 @@ try {
       return undefined;
     }, 10_000);
     await waitFor('the tickets on the breakdown page', async () => (await f.locator('.initiative-tickets li').count()) === 3, 6000);
-    const body = await f.locator('body').innerText();
+    // The page's rows arrive as patches applied frame by frame: wait for the passes too.
+    const body = await waitFor('the Outline and Expansion passes on the breakdown page', async () => {
+      const text = await f.locator('body').innerText();
+      return /Outline/.test(text) && /Expansion/.test(text) ? text : undefined;
+    }, 10_000);
     if (/planwire-(outline|expansion)|"tickets":/.test(body)) throw new Error('raw outline/expansion JSON is visible on the breakdown page');
-    if (!/Outline/.test(body) || !/Expansion/.test(body)) throw new Error('the Outline and Expansion passes are not shown');
     await sleep(300);
     await shot('14-breakdown-page');
     return `run ${runId}: ${got.map((r) => `${r.label} (${r.description})`).join('; ')}`;
@@ -813,7 +816,7 @@ try {
   await step('add a project memory entry (planwire: Add Memory Entry) and see it in the tree, then remove it', async () => {
     await runCommand('planwire: Add Memory Entry');
     await answerInput('Add Memory Entry', memoryText);
-    await waitFor('the memory entry in the tree', () => exactRow(memoryText).isVisible(), 6000);
+    await waitFor('the memory entry in the tree', () => exactRow(memoryText).isVisible(), 20_000);
     const group = (await treeRows()).find((r) => r.label === 'Project memory');
     if (!group || !/^1 entry/.test(group.description)) throw new Error(`the Project memory row shows ${JSON.stringify(group)}`);
     await exactRow(memoryText).hover();
@@ -838,7 +841,7 @@ try {
     await box.press('Enter');
     await answerInput('Link Project (1/2)', '');
     await answerInput('Link Project (2/2)', 'The HTTP API this project calls');
-    await waitFor('the link in the tree', async () => (await treeRows()).some((r) => r.label === 'backend-api' && r.description.includes('HTTP API')), 6000);
+    await waitFor('the link in the tree', async () => (await treeRows()).some((r) => r.label === 'backend-api' && r.description.includes('HTTP API')), 20_000);
     await sleep(300);
     await shot('19-linked-project');
     const links = (await treeRows()).find((r) => r.label === 'Linked projects');
