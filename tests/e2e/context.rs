@@ -44,11 +44,7 @@ fn plan(s: &mut Server, ticket: i64, extra: Value) -> Value {
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
     let run = s.ok("planwire/plan", params)["runId"].as_i64().unwrap();
-    s.wait_for("the run ends", |m| {
-        m["method"] == "planwire/runChanged"
-            && m["params"]["run"]["id"] == run
-            && !matches!(m["params"]["run"]["status"].as_str(), Some("queued") | Some("running"))
-    });
+    run_ends(s, run);
     s.ok("planwire/getRun", json!({ "runId": run }))["run"].clone()
 }
 
@@ -347,13 +343,9 @@ fn settings_and_the_links_rule_reach_outline_repair_and_expansion_prompts() {
     )["runId"]
         .as_i64()
         .unwrap();
-    let ended = s.wait_for("the breakdown ends", |m| {
-        m["method"] == "planwire/runChanged"
-            && m["params"]["run"]["id"] == run
-            && !matches!(m["params"]["run"]["status"].as_str(), Some("queued") | Some("running"))
-    });
-    assert_eq!(ended["params"]["run"]["status"], "completed", "{ended}");
-    assert_eq!(ended["params"]["run"]["cwd"], json!(w.root()));
+    let ended = run_ends(&mut s, run);
+    assert_eq!(ended["status"], "completed", "{ended}");
+    assert_eq!(ended["cwd"], json!(w.root()));
     // The repair and the expansion resume the outline's session with their own message.
     assert!(resumed(&w, 2) && resumed(&w, 3));
     for (n, kind) in [(1, "outline"), (2, "outline repair"), (3, "expansion")] {

@@ -485,3 +485,13 @@ pub fn git(dir: &std::path::Path, args: &[&str]) {
         .success();
     assert!(ok, "git {args:?} in {}", dir.display());
 }
+
+/// Waits until `run` is neither queued nor running (its `runChanged`); returns the run.
+pub fn run_ends(s: &mut Server, run: i64) -> Value {
+    s.wait_for(&format!("run {run} ends"), |m| {
+        m["method"] == "planwire/runChanged"
+            && m["params"]["run"]["id"] == run
+            && !matches!(m["params"]["run"]["status"].as_str(), Some("queued") | Some("running"))
+    })["params"]["run"]
+        .clone()
+}

@@ -41,15 +41,6 @@ fn started(w: &World) -> Server {
     s
 }
 
-fn wait_run_end(s: &mut Server, run: i64) -> Value {
-    s.wait_for("the run ends", |m| {
-        m["method"] == "planwire/runChanged"
-            && m["params"]["run"]["id"] == run
-            && !matches!(m["params"]["run"]["status"].as_str(), Some("queued") | Some("running"))
-    })["params"]["run"]
-        .clone()
-}
-
 fn labels(agent_runs: &Value) -> Vec<(String, String)> {
     agent_runs
         .as_array()
@@ -82,7 +73,7 @@ fn a_breakdown_creates_planned_tickets_with_their_dependencies() {
         json!({ "root": w.root(), "description": "A greeting service with a UI.", "tool": "claude" }),
     );
     let run = r["runId"].as_i64().unwrap();
-    let ended = wait_run_end(&mut s, run);
+    let ended = run_ends(&mut s, run);
     assert_eq!(ended["status"], "completed", "{ended}");
     assert_eq!(
         (ended["kind"].clone(), ended["ticketId"].clone()),
@@ -168,7 +159,7 @@ fn an_invalid_graph_is_repaired_once_then_fails_clearly() {
     )["runId"]
         .as_i64()
         .unwrap();
-    let ended = wait_run_end(&mut s, run);
+    let ended = run_ends(&mut s, run);
     assert_eq!(ended["status"], "failed");
     assert_eq!(ended["failure"]["code"], "invalid_outline");
     assert!(
@@ -211,7 +202,7 @@ fn a_repaired_outline_goes_on_to_the_expansion() {
     )["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(wait_run_end(&mut s, run)["status"], "completed");
+    assert_eq!(run_ends(&mut s, run)["status"], "completed");
     assert!(prompt_of(&w, 2).contains("self-dependency"));
     let got = s.ok("planwire/getRun", json!({ "runId": run }));
     let names: Vec<String> = labels(&got["agentRuns"]).into_iter().map(|(l, _)| l).collect();
@@ -369,7 +360,7 @@ fn the_builtin_breakdown_script_creates_three_dependent_tickets() {
     )["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(wait_run_end(&mut s, run)["status"], "completed");
+    assert_eq!(run_ends(&mut s, run)["status"], "completed");
     let tickets = s.ok("planwire/listTickets", json!({ "initiativeRunId": run }))["tickets"].clone();
     let deps: Vec<usize> = tickets
         .as_array()

@@ -122,16 +122,7 @@ pub fn transcript(s: &mut Server, run: i64) -> Vec<Value> {
     events
 }
 
-/// Waits until `run` is neither queued nor running; returns the run.
-pub fn run_ends(s: &mut Server, run: i64) -> Value {
-    let n = s.wait_for(&format!("run {run} ends"), |m| {
-        m["method"] == "planwire/runChanged"
-            && m["params"]["run"]["id"] == run
-            && m["params"]["run"]["status"] != "running"
-            && m["params"]["run"]["status"] != "queued"
-    });
-    n["params"]["run"].clone()
-}
+pub use crate::harness::run_ends;
 
 pub fn plan(s: &mut Server, ticket: i64) -> i64 {
     s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
@@ -483,12 +474,8 @@ fn realcli_claude_breaks_down_an_initiative() {
     )["runId"]
         .as_i64()
         .unwrap();
-    let ended = s.wait_for("the breakdown ends", |m| {
-        m["method"] == "planwire/runChanged"
-            && m["params"]["run"]["id"] == run
-            && !matches!(m["params"]["run"]["status"].as_str(), Some("queued") | Some("running"))
-    });
-    assert_eq!(ended["params"]["run"]["status"], "completed", "{ended}");
+    let ended = run_ends(&mut s, run);
+    assert_eq!(ended["status"], "completed", "{ended}");
     let tickets = s.ok("planwire/listTickets", json!({ "initiativeRunId": run }))["tickets"].clone();
     let ui = tickets
         .as_array()

@@ -35,15 +35,6 @@ fn plan(s: &mut Server, w: &World, tool: &str) -> (i64, i64) {
     (r["ticketId"].as_i64().unwrap(), r["runId"].as_i64().unwrap())
 }
 
-fn run_ends(s: &mut Server, run: i64) -> Value {
-    s.wait_for(&format!("run {run} ends"), |m| {
-        m["method"] == "planwire/runChanged"
-            && m["params"]["run"]["id"] == run
-            && !["running", "queued"].contains(&m["params"]["run"]["status"].as_str().unwrap_or(""))
-    })["params"]["run"]
-        .clone()
-}
-
 /// The common checks: planned with `title`, the file absent, the mode recorded, the group gone.
 fn assert_planned_read_only(s: &mut Server, w: &World, ticket: i64, run: i64, title: &str, mode: &str) -> Vec<Value> {
     let r = run_ends(s, run);

@@ -64,15 +64,6 @@ fn run_of(s: &mut Server, ticket: i64) -> Value {
     s.ok("planwire/getTicket", json!({ "ticketId": ticket }))["runs"][0].clone()
 }
 
-fn wait_run_end(s: &mut Server, run: i64) -> Value {
-    s.wait_for("the run ends", |m| {
-        m["method"] == "planwire/runChanged"
-            && m["params"]["run"]["id"] == run
-            && !matches!(m["params"]["run"]["status"].as_str(), Some("queued") | Some("running"))
-    })["params"]["run"]
-        .clone()
-}
-
 /// Sends the mock one request whose body is `marker` (it releases a turn held for it).
 fn poke(mock: &Mock, marker: &str) {
     use std::io::{Read, Write};
@@ -238,7 +229,7 @@ fn realcli_claude_plan_and_feedback_carry_the_settings_and_the_links_rule() {
     )["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(wait_run_end(&mut s, run)["status"], "completed");
+    assert_eq!(run_ends(&mut s, run)["status"], "completed");
     let requests = model_requests(&mock);
     assert_eq!(requests.len(), 2, "one request per pass");
     let plan = last_user_text(&requests[0]);
@@ -274,7 +265,7 @@ fn realcli_claude_outline_and_expansion_carry_the_settings_and_the_links_rule() 
     )["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(wait_run_end(&mut s, run)["status"], "completed");
+    assert_eq!(run_ends(&mut s, run)["status"], "completed");
     let outline = last_user_text(&request_with(&mock, "First pass: the outline"));
     // The expansion's request resumes the outline's session: its newest message is its own.
     let expansion = last_user_text(&request_with(&mock, "Second pass: the expansion"));
