@@ -5,6 +5,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# CI builds once from nothing: incremental state would only double target/ on its disk.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
+# What the disk has: a full run needs about 5 GB (target/, fuzz/target/, .cache/). When a
+# tier fails with "No space left on device", this line says whether the disk was short.
+echo "=== disk: $(df -Pk . | awk 'NR==2 {printf "%.1f GB free", $4/1048576}')"
 failed=()
 passed=()
 step() {
