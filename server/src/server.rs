@@ -185,7 +185,7 @@ async fn recover(store: &Store) {
         Ok(leftovers) => {
             for l in leftovers {
                 let killed = match (l.pgid, l.child_start) {
-                    (Some(pgid), Some(start)) => supervisor::kill_leftover_group(pgid, start),
+                    (Some(pgid), Some(start)) => supervisor::kill_leftover_group(pgid, start).await,
                     _ => 0,
                 };
                 tracing::warn!(

@@ -287,26 +287,37 @@ pub async fn stop_recorded_group(pgid: i32, leader_start: u64, grace: Duration) 
         .await
         .is_err()
     {
-        kill_leftover_group(pgid, leader_start);
+        kill_leftover_group(pgid, leader_start).await;
     }
 }
 
 /// Kills a group left by a dead sidecar, but only if it still is that group: the leader is
 /// gone or is the recorded process, and each member started no earlier than the leader did.
-pub fn kill_leftover_group(pgid: i32, leader_start: u64) -> usize {
+/// Returns once the members are gone (SIGKILL lands a moment after it is sent; a member that
+/// forked meanwhile is killed in turn), or after 5 s. Returns how many it killed.
+pub async fn kill_leftover_group(pgid: i32, leader_start: u64) -> usize {
     if let Some(stat) = proc_stat(pgid) {
         if stat.start_time != leader_start {
             return 0; // the pid was recycled: not ours
         }
     }
-    let members = group_members(pgid, leader_start);
-    for &pid in &members {
-        // SAFETY: plain syscall on a pid we just identified.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
+    let mut killed = std::collections::HashSet::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let members = group_members(pgid, leader_start);
+        if members.is_empty() || tokio::time::Instant::now() >= deadline {
+            return killed.len();
         }
+        for pid in members {
+            if killed.insert(pid) {
+                // SAFETY: plain syscall on a pid we just identified.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    members.len()
 }
 
 #[cfg(test)]
@@ -367,6 +378,16 @@ mod tests {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.signal(), Some(libc::SIGKILL));
         assert!(group_members(child.pgid, child.start_time).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_leftover_group_is_gone_when_the_kill_returns() {
+        let mut child = spawn(sh("sleep 300 & sleep 300 & echo ready; wait")).await.unwrap();
+        assert_eq!(child.output.recv().await, Some(OutputLine::Line("ready".into())));
+        let killed = kill_leftover_group(child.pgid, child.start_time).await;
+        assert_eq!(killed, 3, "the shell and its two sleeps");
+        assert!(group_members(child.pgid, child.start_time).is_empty());
+        child.wait().await.unwrap();
     }
 
     #[tokio::test]

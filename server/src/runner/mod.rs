@@ -165,7 +165,7 @@ async fn start_plan(s: &Arc<Session>, ticket: &Ticket, spec: RunSpec) -> Result<
         .map_err(store_error)?;
     for l in leftovers {
         if let (Some(pgid), Some(start)) = (l.pgid, l.child_start) {
-            supervisor::kill_leftover_group(pgid, start);
+            supervisor::kill_leftover_group(pgid, start).await;
         }
     }
     let root = ticket.root.clone();
