@@ -87,9 +87,13 @@ pub fn config_content(inherited: Option<&str>) -> String {
             _ => None,
         });
     let Some(mut map) = inherited else {
-        return format!(r#"{{"permission":{perm},"agent":{{"plan":{{{plan_perm}}}}}}}"#);
+        return format!(
+            r#"{{"permission":{perm},"agent":{{"plan":{{{plan_perm}}}}},"experimental":{}}}"#,
+            experimental(None)
+        );
     };
     map.remove("permission");
+    let experimental = experimental(map.remove("experimental"));
     let entry = |k: String, v: Value| format!("{}:{}", Value::String(k), v);
     let mut agents: Vec<String> = Vec::new();
     let mut plan: Vec<String> = Vec::new();
@@ -105,7 +109,22 @@ pub fn config_content(inherited: Option<&str>) -> String {
     let mut parts: Vec<String> = map.into_iter().map(|(k, v)| entry(k, v)).collect();
     parts.push(format!(r#""permission":{perm}"#));
     parts.push(format!(r#""agent":{{{}}}"#, agents.join(",")));
+    parts.push(format!(r#""experimental":{experimental}"#));
     format!("{{{}}}", parts.join(","))
+}
+
+/// `experimental`, the inherited object's other keys kept, with `continue_loop_on_deny` on.
+/// When planwire rejects one permission request, OpenCode also rejects every other request
+/// pending in the session, without a message (its `RejectedError`), and by default such a
+/// rejection ends the turn: two tool calls in one step, a redirect and a `.env` read, ended
+/// the plan without an answer. With the flag, each rejection is only that tool's result.
+fn experimental(inherited: Option<Value>) -> Value {
+    let mut map = match inherited {
+        Some(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    map.insert("continue_loop_on_deny".into(), Value::Bool(true));
+    Value::Object(map)
 }
 
 /// The session title: the ticket's title on one line, without leading dashes, cut at
@@ -217,11 +236,16 @@ mod tests {
         assert!(bash.ends_with(r#""*>*":"ask"}}"#), "{bash}");
         // `question` is not denied: the agent can ask.
         assert!(perm.get("question").is_none());
+        // A rejected permission is that tool's result; it does not end the turn.
+        assert_eq!(
+            content["experimental"],
+            serde_json::json!({ "continue_loop_on_deny": true })
+        );
     }
 
     #[test]
     fn inherited_config_content_is_merged() {
-        let inherited = r#"{"model":"mock/mock-model","permission":{"bash":"allow"},"agent":{"plan":{"model":"x/y","permission":{"edit":"allow"}},"build":{"model":"z"}}}"#;
+        let inherited = r#"{"model":"mock/mock-model","permission":{"bash":"allow"},"agent":{"plan":{"model":"x/y","permission":{"edit":"allow"}},"build":{"model":"z"}},"experimental":{"batch_tool":true,"continue_loop_on_deny":false}}"#;
         let merged: Value = serde_json::from_str(&config_content(Some(inherited))).unwrap();
         let perm: Value = serde_json::from_str(&readonly_permission()).unwrap();
         assert_eq!(merged["model"], "mock/mock-model");
@@ -229,6 +253,10 @@ mod tests {
         assert_eq!(merged["agent"]["plan"]["permission"], perm);
         assert_eq!(merged["agent"]["plan"]["model"], "x/y");
         assert_eq!(merged["agent"]["build"]["model"], "z");
+        assert_eq!(
+            merged["experimental"],
+            serde_json::json!({ "batch_tool": true, "continue_loop_on_deny": true })
+        );
         // Not an object: ignored.
         assert_eq!(config_content(Some("[1]")), config_content(None));
         assert_eq!(config_content(Some("{oops")), config_content(None));

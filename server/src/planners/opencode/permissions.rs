@@ -7,8 +7,10 @@
 //!   `once` — except a read of a `.env` file (OpenCode's defaults ask for those): its secrets
 //!   would go to the model's provider, and the person, who would have been asked in
 //!   OpenCode's own UI, is not here to say yes. Planning reads the code, not the secrets.
-//! - Everything else is rejected **with a message**: a rejection without one ends OpenCode's
-//!   turn (its `RejectedError`), one with a message is the tool's result and the agent goes on.
+//! - Everything else is rejected **with a message**: one with a message is the tool's result
+//!   and the agent goes on. A rejection without one (OpenCode's `RejectedError`, which it also
+//!   gives every other request pending in the session when one is rejected) would end the
+//!   turn, so `config.rs` sets `experimental.continue_loop_on_deny`.
 //!   What asks here is a bash command with a redirection (`*>*` asks, see `config.rs`), and
 //!   whatever a user's own rules set to `ask`.
 
