@@ -116,6 +116,15 @@ fn realcli_claude_plans_a_branch_in_its_second_worktree() {
     assert_eq!(cwd.display().to_string(), wt);
     assert_eq!(started_pwd(pid).as_deref(), Some(wt.as_str()));
     poke(&mock, "RELEASE-PWD");
+    let t = s.wait_ticket(ticket, &["planned", "failed"]);
+    assert_eq!(
+        t["status"],
+        "planned",
+        "{}",
+        s.ok("planwire/getTicket", json!({ "ticketId": ticket }))
+    );
+    // Read once the run is over: the held request logs its release on its own thread, a
+    // moment after the poke is answered.
     let log = mock.requests();
     let poked = log
         .iter()
@@ -126,13 +135,6 @@ fn realcli_claude_plans_a_branch_in_its_second_worktree() {
         .position(|r| r["event"] == "released")
         .expect("the hold ended");
     assert!(poked < released, "the answer waited for the poke: {log:?}");
-    let t = s.wait_ticket(ticket, &["planned", "failed"]);
-    assert_eq!(
-        t["status"],
-        "planned",
-        "{}",
-        s.ok("planwire/getTicket", json!({ "ticketId": ticket }))
-    );
     let r = run_of(&mut s, ticket);
     assert_eq!((r["root"].clone(), r["cwd"].clone()), (json!(w.root()), json!(wt)));
     // The agent's shell works there too, and the CLI told the model so.
