@@ -708,7 +708,10 @@ try {
       await runCommand('planwire: Export Plan…');
       await waitFor('the save dialog', async () => (await quickInputVisible()) && (await quickInput().locator('.quick-input-title').innerText()).includes('export plan v2'), 8000);
       const box = quickInput().locator('.quick-input-box input').first();
-      const value = await box.inputValue();
+      // code-server's simple dialog shows the folder first and fills in the file name a
+      // moment later: read the value once it names a file (or what it holds at the deadline).
+      let value = '';
+      await waitFor('the dialog\'s file name', async () => (value = await box.inputValue()).endsWith('.md'), 5000).catch(() => undefined);
       await box.press('Enter');
       return value;
     };
