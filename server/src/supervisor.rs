@@ -294,30 +294,27 @@ pub async fn stop_recorded_group(pgid: i32, leader_start: u64, grace: Duration) 
 /// Kills a group left by a dead sidecar, but only if it still is that group: the leader is
 /// gone or is the recorded process, and each member started no earlier than the leader did.
 /// Returns once the members are gone (SIGKILL lands a moment after it is sent; a member that
-/// forked meanwhile is killed in turn), or after 5 s. Returns how many it killed.
+/// forked meanwhile is killed in turn), or after 5 s. Returns how many members it found.
 pub async fn kill_leftover_group(pgid: i32, leader_start: u64) -> usize {
     if let Some(stat) = proc_stat(pgid) {
         if stat.start_time != leader_start {
             return 0; // the pid was recycled: not ours
         }
     }
-    let mut killed = std::collections::HashSet::new();
+    let mut left = group_members(pgid, leader_start);
+    let killed = left.len();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let members = group_members(pgid, leader_start);
-        if members.is_empty() || tokio::time::Instant::now() >= deadline {
-            return killed.len();
-        }
-        for pid in members {
-            if killed.insert(pid) {
-                // SAFETY: plain syscall on a pid we just identified.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
+    while !left.is_empty() && tokio::time::Instant::now() < deadline {
+        for &pid in &left {
+            // SAFETY: plain syscall on a pid we just identified (again to a dying one: harmless).
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
             }
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        left = group_members(pgid, leader_start);
     }
+    killed
 }
 
 #[cfg(test)]
