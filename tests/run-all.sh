@@ -12,11 +12,21 @@ if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
 echo "=== disk: $(df -Pk . | awk 'NR==2 {printf "%.1f GB free", $4/1048576}')"
 failed=()
 passed=()
+# Each tier's output also goes to target/tier-logs/, and the summary at the end repeats the last
+# lines of every tier that failed: a CI report that keeps only the tail of a long run then still
+# shows why. (tee runs in a process substitution, so a process a tier leaves behind cannot hold
+# the script up.)
+logs=target/tier-logs
+rm -rf "$logs"; mkdir -p "$logs"
+declare -A tier_log=()
 step() {
   local name=$1; shift
+  local log
+  log="$logs/$(printf '%s' "$name" | tr -c 'A-Za-z0-9' '-').log"
+  tier_log[$name]=$log
   echo "=== ${name}"
   local t0=$SECONDS
-  if "$@"; then passed+=("${name}"); echo "=== ${name}: ok ($((SECONDS - t0)) s)"
+  if "$@" > >(tee "$log") 2>&1; then passed+=("${name}"); echo "=== ${name}: ok ($((SECONDS - t0)) s)"
   else failed+=("${name}"); echo "=== ${name}: FAILED ($((SECONDS - t0)) s)"; fi
 }
 
@@ -26,7 +36,9 @@ step "cargo test" cargo test --workspace
 step "build planwire" cargo build -p planwire
 # Both crates package and build from their packaged sources alone (planwire against the
 # packaged planwire-protocol; cargo needs both in one command until that is on crates.io).
-step "cargo package" cargo package -p planwire-protocol -p planwire --allow-dirty
+# --locked --offline: cargo test has fetched every crate of Cargo.lock, so this tier needs no
+# network, and the packaged crates build with the versions everything else was tested with.
+step "cargo package" cargo package -p planwire-protocol -p planwire --allow-dirty --locked --offline
 step "planwire acp (official ACP SDK client)" bash tests/acp/run.sh
 # libFuzzer over every parser, a fixed time each (installs the pinned cargo-fuzz into
 # .cache/cargo-fuzz; needs the nightly toolchain). See fuzz/README.md. It is CPU-bound and the
@@ -40,7 +52,8 @@ bash fuzz/run.sh 30 >"$fuzz_log" 2>&1 &
 fuzz_pid=$!
 
 # The real-CLI tier: the pinned CLIs from npm against our mock model server.
-bash tests/realcli/install.sh
+tier_log["real-CLI install"]=$logs/real-CLI-install.log
+bash tests/realcli/install.sh > >(tee "${tier_log["real-CLI install"]}") 2>&1
 rc=$?
 if [ "$rc" -eq 3 ]; then
   echo "!!! REAL-CLI TIER UNAVAILABLE: the npm registry could not be reached; the real CLIs were NOT tested." >&2
@@ -64,7 +77,17 @@ for runner in editors/nvim/test/run.sh editors/vscode/test/run.sh; do
   if [ -f "$runner" ]; then step "$runner" bash "$runner"; fi
 done
 
+tier_log[fuzz]=$fuzz_log
+sleep 1 # the last tier's tee may still be writing
+for name in "${failed[@]}"; do
+  log=${tier_log[$name]:-}
+  [ -n "$log" ] && [ -f "$log" ] || continue
+  echo
+  echo "=== why ${name} failed: the last 40 lines of its output (all of it in ${log})"
+  tail -n 40 "$log"
+done
 echo
+echo "=== disk at the end: $(df -Pk . | awk 'NR==2 {printf "%.1f GB free", $4/1048576}')"
 echo "tiers passed: ${passed[*]:-none}"
 echo "tiers failed: ${failed[*]:-none}"
 echo "${#passed[@]} passed, ${#failed[@]} failed"
