@@ -83,7 +83,10 @@ for name in "${failed[@]}"; do
   log=${tier_log[$name]:-}
   [ -n "$log" ] && [ -f "$log" ] || continue
   echo
-  echo "=== why ${name} failed: the last 40 lines of its output (all of it in ${log})"
+  echo "=== why ${name} failed (all of its output is in ${log})"
+  echo "--- the lines that say FAIL, panicked or error, the first 30:"
+  grep -E -m 30 '(^|[[:space:]])(FAIL|FAILED|FATAL|panicked|error(\[E[0-9]+\])?:)' "$log"
+  echo "--- the last 40 lines:"
   tail -n 40 "$log"
 done
 echo

@@ -40,6 +40,12 @@ function events() {
 
 class Pending extends Error {}
 
+/** One test-log event in a few words: its name and what it was about. */
+function eventWord(e) {
+  const what = e.id ?? e.method ?? e.ticketId;
+  return `${e.event}${what === undefined ? '' : ` ${what}`}${e.ok === false ? ' (failed)' : ''}`;
+}
+
 // E2E_ONLY=regex runs only the matching steps (and the first, which loads the workbench); for
 // working on one step. The suite always runs them all.
 const ONLY = process.env.E2E_ONLY ? new RegExp(process.env.E2E_ONLY) : undefined;
@@ -56,7 +62,18 @@ async function step(name, fn) {
     const status = e instanceof Pending ? 'PENDING' : 'FAIL';
     results.push({ name, status, detail: e.message });
     console.log(`${stamp()} ${status.padEnd(7)} ${name} — ${e.message.split('\n')[0]}`);
-    if (status === 'FAIL') await shot(`fail-${results.length}`).catch(() => undefined);
+    if (status === 'FAIL') {
+      await shot(`fail-${results.length}`).catch(() => undefined);
+      // What the extension did during the step (the commands it ran, its requests), to tell a
+      // command that never ran from a picker that closed.
+      const during = events().filter((x) => x.t >= start).slice(-15);
+      console.log(`        the extension during this step: ${during.map(eventWord).join(', ') || 'nothing'}`);
+      const focus = await page.evaluate(() => {
+        const a = document.activeElement;
+        return a ? `${a.tagName.toLowerCase()}${a.className ? `.${String(a.className).trim().split(/\s+/).join('.')}` : ''}` : 'none';
+      }).catch(() => '?');
+      console.log(`        focus at the failure: ${focus}`);
+    }
     return false;
   }
 }
