@@ -174,9 +174,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       void vscode.window.showInformationMessage(`planwire: no ticket to ${what}.`);
       return undefined;
     }
+    // Every picker and input of planwire's sets ignoreFocusOut. A picker that a palette command
+    // opens can otherwise close by itself: when the palette closes, VS Code hands focus back to
+    // the editor, and a transcript webview takes it a moment after the picker opened (VS Code
+    // #93950). Escape still closes it.
     const pick = await vscode.window.showQuickPick(
       candidates.map((t) => ({ label: t.title, description: statusWord(t.status), detail: `#${t.id} · ${[t.tool, t.model].filter(Boolean).join(' / ')}`, t })),
-      { title: `planwire: ticket to ${what}`, placeHolder: 'Choose a ticket', matchOnDescription: true },
+      { ignoreFocusOut: true, title: `planwire: ticket to ${what}`, placeHolder: 'Choose a ticket', matchOnDescription: true },
     );
     return pick?.t;
   }
@@ -210,6 +214,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (roots.length === 1) return roots[0];
     const pick = await vscode.window.showQuickPick(roots.map((r) => ({ label: vscode.workspace.asRelativePath(r, true) || r, description: r, r })), {
       title: 'planwire: folder the ticket is about',
+      ignoreFocusOut: true,
     });
     return pick?.r;
   }
@@ -364,6 +369,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (!q && questions.length > 1) {
       const pick = await vscode.window.showQuickPick(questions.map((x) => ({ label: questionSummary(x), description: x.status === 'stale' ? 'stale' : undefined, x })), {
         title: `planwire: question of “${t.title}” to answer`,
+        ignoreFocusOut: true,
       });
       q = pick?.x;
       if (!q) return;
@@ -465,7 +471,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           { label: `$(markdown) Use ${editor!.selection.isEmpty ? '' : 'the selection of '}${name}`, description: `${fromEditor.length} characters`, use: true },
           { label: '$(edit) Type the initiative', use: false },
         ],
-        { title: 'planwire: Break Down Initiative', placeHolder: 'Where is the initiative described?' },
+        { ignoreFocusOut: true, title: 'planwire: Break Down Initiative', placeHolder: 'Where is the initiative described?' },
       );
       if (!pick) return undefined;
       if (pick.use) return fromEditor;
@@ -597,7 +603,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
     const pick = await vscode.window.showQuickPick(
       ids.map((id) => ({ label: initiativeTitle(store.initiativeText(id), id), description: `breakdown run ${id} · ${store.initiativeTickets(id).length} tickets`, id })),
-      { title: activeOnly ? 'planwire: breakdown to stop' : 'planwire: initiative to open' },
+      { ignoreFocusOut: true, title: activeOnly ? 'planwire: breakdown to stop' : 'planwire: initiative to open' },
     );
     return pick?.id;
   }
@@ -671,7 +677,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void vscode.window.showInformationMessage('planwire: no project is linked.');
         return;
       }
-      name = (await vscode.window.showQuickPick(links.map((l) => ({ label: l.name, description: l.role, detail: l.linkedRoot })), { title: 'planwire: project to unlink' }))?.label;
+      name = (await vscode.window.showQuickPick(links.map((l) => ({ label: l.name, description: l.role, detail: l.linkedRoot })), { ignoreFocusOut: true, title: 'planwire: project to unlink' }))?.label;
       if (!name) return;
     }
     try {
@@ -715,7 +721,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void vscode.window.showInformationMessage('planwire: the project memory is empty.');
         return;
       }
-      entry = (await vscode.window.showQuickPick(entries.map((e) => ({ label: e.text, e })), { title: 'planwire: memory entry to remove' }))?.e;
+      entry = (await vscode.window.showQuickPick(entries.map((e) => ({ label: e.text, e })), { ignoreFocusOut: true, title: 'planwire: memory entry to remove' }))?.e;
       if (!entry) return;
     }
     try {
@@ -736,7 +742,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void vscode.window.showInformationMessage('planwire: no memory suggestion is waiting.');
         return;
       }
-      suggestion = (await vscode.window.showQuickPick(open.map((x) => ({ label: x.text, x })), { title: `planwire: suggestion to ${accept ? 'accept' : 'reject'}` }))?.x;
+      suggestion = (await vscode.window.showQuickPick(open.map((x) => ({ label: x.text, x })), { ignoreFocusOut: true, title: `planwire: suggestion to ${accept ? 'accept' : 'reject'}` }))?.x;
       if (!suggestion) return;
     }
     try {
@@ -772,7 +778,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
     items.push({ label: 'Planners', kind: vscode.QuickPickItemKind.Separator });
     for (const p of s.planners ?? []) items.push(plannerItem(p));
-    const pick = await vscode.window.showQuickPick(items, { title: 'planwire: status', placeHolder: 'Pick a run to open its transcript' });
+    const pick = await vscode.window.showQuickPick(items, { ignoreFocusOut: true, title: 'planwire: status', placeHolder: 'Pick a run to open its transcript' });
     if (pick?.ticketId !== undefined) panels.open(pick.ticketId);
     else if (pick?.runId !== undefined) panels.openRun(pick.runId);
   });
@@ -790,7 +796,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     for (const p of planners) tools.set(p.tool, p);
     for (const name of ['claude', 'opencode', 'codex', 'script']) if (!tools.has(name)) tools.set(name, undefined);
     const items = [...tools].map(([tool, p]) => ({ ...plannerItem(p ?? { tool, found: tool === 'script', supported: true }), tool, picked: tool === current }));
-    const pick = await vscode.window.showQuickPick(items, { title: 'planwire: planner for new tickets', placeHolder: `Current: ${current || 'server default'}` });
+    const pick = await vscode.window.showQuickPick(items, { ignoreFocusOut: true, title: 'planwire: planner for new tickets', placeHolder: `Current: ${current || 'server default'}` });
     if (!pick) return;
     const model = await vscode.window.showInputBox({
       title: `planwire: model for ${pick.tool}`,

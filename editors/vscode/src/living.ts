@@ -129,6 +129,7 @@ export function registerLivingPlan(context: vscode.ExtensionContext, deps: Livin
       const tools = ['claude', 'opencode', 'codex', 'script'];
       const pick = await vscode.window.showQuickPick(tools.map((x) => ({ label: x, description: x === t.tool ? 'current' : undefined })), {
         title: `planwire: planner of “${t.title}”`,
+        ignoreFocusOut: true,
       });
       if (!pick || pick.label === t.tool) return;
       fields.tool = pick.label;
@@ -157,7 +158,7 @@ export function registerLivingPlan(context: vscode.ExtensionContext, deps: Livin
     if (!t) return;
     const pick = await vscode.window.showQuickPick(
       (Object.keys(FIELD_WORDS) as TicketField[]).map((f) => ({ label: FIELD_WORDS[f], description: t[f] || 'none', f })),
-      { title: `planwire: set a field of “${t.title}”` },
+      { ignoreFocusOut: true, title: `planwire: set a field of “${t.title}”` },
     );
     if (pick) await setField(t, pick.f);
   });
@@ -232,14 +233,14 @@ export function registerLivingPlan(context: vscode.ExtensionContext, deps: Livin
       const [b, a] = newest;
       items.push({ label: `$(diff) Compare v${a.version} ↔ v${b.version}`, description: 'the last change', run: () => compare(t, a, b) });
       items.push({ label: '$(diff) Compare Two Versions…', run: async () => {
-        const first = await vscode.window.showQuickPick(newest.map(versionItem), { title: `planwire: compare a plan version of “${t.title}”…` });
+        const first = await vscode.window.showQuickPick(newest.map(versionItem), { ignoreFocusOut: true, title: `planwire: compare a plan version of “${t.title}”…` });
         if (!first) return;
-        const second = await vscode.window.showQuickPick(newest.filter((v) => v !== first.v).map(versionItem), { title: `…with (v${first.v.version})` });
+        const second = await vscode.window.showQuickPick(newest.filter((v) => v !== first.v).map(versionItem), { ignoreFocusOut: true, title: `…with (v${first.v.version})` });
         if (second) await compare(t, first.v, second.v);
       } });
     }
     for (const v of newest) items.push({ ...versionItem(v), run: () => showVersion(t, v) });
-    const pick = await vscode.window.showQuickPick(items, { title: `planwire: plan versions of “${t.title}”`, placeHolder: 'Show a version, or compare two' });
+    const pick = await vscode.window.showQuickPick(items, { ignoreFocusOut: true, title: `planwire: plan versions of “${t.title}”`, placeHolder: 'Show a version, or compare two' });
     if (pick) await pick.run();
   });
 
@@ -291,7 +292,7 @@ export function registerLivingPlan(context: vscode.ExtensionContext, deps: Livin
     const order = IMPLEMENTERS.includes(t.tool) ? [t.tool, ...IMPLEMENTERS.filter((x) => x !== t.tool)] : IMPLEMENTERS;
     const pick = await vscode.window.showQuickPick(
       order.map((tool) => ({ label: tool, description: tool === t.tool ? 'the planner of this ticket' : undefined, tool })),
-      { title: `planwire: hand off plan v${t.planVersion ?? ''} of “${t.title}” to`, placeHolder: 'The CLI that implements it, in a terminal' },
+      { ignoreFocusOut: true, title: `planwire: hand off plan v${t.planVersion ?? ''} of “${t.title}” to`, placeHolder: 'The CLI that implements it, in a terminal' },
     );
     if (!pick) return;
     let res: HandoffResult;
