@@ -137,7 +137,7 @@ fn claude_runs_in_plan_mode_and_a_hostile_description_is_only_text() {
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
+    s.wait_planned(ticket);
     let argv = recorded_argv(&w);
     let mode = "-p --input-format stream-json --output-format stream-json --verbose --permission-mode plan --permission-prompt-tool stdio";
     assert_eq!(argv[..10].join(" "), mode);

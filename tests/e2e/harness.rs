@@ -266,6 +266,22 @@ impl Server {
         n["params"]["ticket"].clone()
     }
 
+    /// Waits for the ticket to end its plan, and asserts that it ended `planned`. When it
+    /// failed, the panic shows the ticket's history (`planwire/getTicket`: its runs, with why
+    /// each failed, and its messages) and planwire's stderr.
+    pub fn wait_planned(&mut self, ticket: i64) -> Value {
+        let t = self.wait_ticket(ticket, &["planned", "failed"]);
+        if t["status"] != "planned" {
+            let history = self.ok("planwire/getTicket", json!({ "ticketId": ticket }));
+            panic!(
+                "ticket {ticket} ended {}: {history}\nstderr:\n{}",
+                t["status"],
+                self.stderr()
+            );
+        }
+        t
+    }
+
     /// Transcript events notified so far for a run, in arrival order.
     pub fn notified_events(&self, run: i64) -> Vec<Value> {
         self.seen

@@ -19,7 +19,7 @@ fn plan_new_ticket(s: &mut Server, w: &World, title: &str) -> (i64, i64) {
         json!({ "root": w.root(), "title": title, "description": "Say hi instead.", "tool": "claude" }),
     );
     let (ticket, run) = (r["ticketId"].as_i64().unwrap(), r["runId"].as_i64().unwrap());
-    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
+    s.wait_planned(ticket);
     (ticket, run)
 }
 

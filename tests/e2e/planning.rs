@@ -29,8 +29,7 @@ fn create_plan_stream_and_planned() {
     let r = s.ok("planwire/plan", json!({ "ticketId": ticket }));
     let run = r["runId"].as_i64().unwrap();
     assert_eq!(r["ticketId"], ticket);
-    let t = s.wait_ticket(ticket, &["planned", "failed"]);
-    assert_eq!(t["status"], "planned", "{t}");
+    let t = s.wait_planned(ticket);
     assert_eq!(t["plan"]["title"], "Change the greeting printed by main");
     assert!(t["plan"]["description"].as_str().unwrap().contains("## Steps"));
     assert_eq!(t["plan"]["acceptanceCriteria"].as_array().unwrap().len(), 2);
@@ -96,7 +95,7 @@ fn plan_can_create_the_ticket() {
         json!({ "root": w.root(), "title": "T", "description": "", "tool": "script", "model": "demo" }),
     );
     let ticket = r["ticketId"].as_i64().unwrap();
-    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
+    s.wait_planned(ticket);
     let list = s.ok("planwire/listTickets", json!({ "root": w.root() }));
     assert_eq!(list["tickets"].as_array().unwrap().len(), 1);
 }
@@ -370,8 +369,7 @@ fn a_plan_early_in_a_long_stream_is_read_back_from_the_store() {
         "planwire/plan",
         json!({ "root": w.root(), "title": "Long", "description": "", "tool": "script", "model": script }),
     );
-    let ticket = s.wait_ticket(r["ticketId"].as_i64().unwrap(), &["planned", "failed"]);
-    assert_eq!(ticket["status"], "planned", "{ticket}");
+    let ticket = s.wait_planned(r["ticketId"].as_i64().unwrap());
     assert_eq!(ticket["plan"]["title"], "Early plan");
 }
 
@@ -391,8 +389,7 @@ fn several_json_objects_on_one_stdout_line_are_all_parsed() {
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
         .unwrap();
-    let t = s.wait_ticket(ticket, &["planned", "failed"]);
-    assert_eq!(t["status"], "planned", "{t}");
+    let t = s.wait_planned(ticket);
     assert_eq!(t["plan"]["title"], "Greet");
     let kinds: Vec<String> = s
         .notified_events(run)

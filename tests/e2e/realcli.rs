@@ -308,13 +308,7 @@ fn realcli_claude_plans_with_a_tool_call_and_resumes() {
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
         .unwrap();
-    let t = s.wait_ticket(ticket, &["planned", "failed"]);
-    assert_eq!(
-        t["status"],
-        "planned",
-        "{}",
-        s.ok("planwire/getTicket", json!({ "ticketId": ticket }))
-    );
+    let t = s.wait_planned(ticket);
     assert_eq!(t["plan"]["title"], "First plan");
     let events = transcript(&mut s, run);
     let k = kinds(&events);
@@ -376,7 +370,7 @@ fn realcli_claude_subagent_gets_its_own_agent_run() {
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
         .unwrap();
-    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
+    s.wait_planned(ticket);
     let events = transcript(&mut s, run);
     let sub: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subagent").collect();
     assert_eq!(sub.len(), 2, "{events:?}");

@@ -116,13 +116,7 @@ fn realcli_claude_plans_a_branch_in_its_second_worktree() {
     assert_eq!(cwd.display().to_string(), wt);
     assert_eq!(started_pwd(pid).as_deref(), Some(wt.as_str()));
     poke(&mock, "RELEASE-PWD");
-    let t = s.wait_ticket(ticket, &["planned", "failed"]);
-    assert_eq!(
-        t["status"],
-        "planned",
-        "{}",
-        s.ok("planwire/getTicket", json!({ "ticketId": ticket }))
-    );
+    s.wait_planned(ticket);
     // Read once the run is over: the held request logs its release on its own thread, a
     // moment after the poke is answered.
     let log = mock.requests();
@@ -187,7 +181,7 @@ fn realcli_claude_gets_a_github_reference_read_with_gh_and_fails_before_spawn_wi
     let mut s = claude_server(&w, &mock);
     let first = ticket(&mut s, &w, &format!("Do what {ISSUE} asks."), None);
     s.ok("planwire/plan", json!({ "ticketId": first }));
-    assert_eq!(s.wait_ticket(first, &["planned", "failed"])["status"], "planned");
+    s.wait_planned(first);
     let text = last_user_text(&model_requests(&mock)[0]);
     for part in [
         &format!("<planwire-reference source=\"github\" kind=\"issue\" url=\"{ISSUE}\">"),
@@ -224,7 +218,7 @@ fn realcli_claude_plan_and_feedback_carry_the_settings_and_the_links_rule() {
     set_guidance(&mut s, &w);
     let ticket = ticket(&mut s, &w, "Follow https://www.figma.com/file/abc123/Greeting.", None);
     s.ok("planwire/plan", json!({ "ticketId": ticket }));
-    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
+    s.wait_planned(ticket);
     let run = s.ok(
         "planwire/plan",
         json!({ "ticketId": ticket, "feedback": "FEEDBACK-5521: add a test." }),
@@ -320,13 +314,7 @@ fn realcli_claude_research_passes_run_at_the_same_time_with_the_settings() {
     let run = s.ok("planwire/plan", json!({ "ticketId": ticket }))["runId"]
         .as_i64()
         .unwrap();
-    let t = s.wait_ticket(ticket, &["planned", "failed"]);
-    assert_eq!(
-        t["status"],
-        "planned",
-        "{}",
-        s.ok("planwire/getRun", json!({ "runId": run }))
-    );
+    s.wait_planned(ticket);
     // The mock's log: both research requests arrived before either was answered.
     let log = mock.requests();
     let seq_of = |pred: &dyn Fn(&Value) -> bool| -> Vec<(u64, f64)> {

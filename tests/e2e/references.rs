@@ -46,7 +46,7 @@ fn an_issue_link_is_read_with_gh_and_reaches_the_prompt() {
     fake_claude_sequence(&w, &["demo"]);
     let mut s = started(&w, json!({}));
     let (ticket, _) = plan(&mut s, &w, &format!("Do what {ISSUE} asks."));
-    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
+    s.wait_planned(ticket);
     let argv = std::fs::read_to_string(w.path("gh-argv")).unwrap();
     assert_eq!(
         argv.trim(),
@@ -95,7 +95,7 @@ fn references_off_leaves_the_link_as_text() {
     fake_claude_sequence(&w, &["demo"]);
     let mut s = started(&w, json!({ "references": "off" }));
     let (ticket, _) = plan(&mut s, &w, &format!("See {ISSUE}"));
-    assert_eq!(s.wait_ticket(ticket, &["planned", "failed"])["status"], "planned");
+    s.wait_planned(ticket);
     assert!(!w.path("gh-argv").exists(), "gh was not called");
     let prompt = prompt_of(&w, 1);
     assert!(
