@@ -9,7 +9,8 @@ export CARGO_TERM_COLOR=never
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
 # What the disk has: a full run needs about 5 GB (target/, fuzz/target/, .cache/). When a
 # tier fails with "No space left on device", this line says whether the disk was short.
-echo "=== disk: $(df -Pk . | awk 'NR==2 {printf "%.1f GB free", $4/1048576}')"
+free_disk() { df -Pk . | awk 'NR==2 {printf "%.1f GB free", $4/1048576}'; }
+echo "=== disk: $(free_disk)"
 failed=()
 passed=()
 # Each tier's output also goes to target/tier-logs/, and the summary at the end repeats the last
@@ -44,7 +45,6 @@ step "planwire acp (official ACP SDK client)" bash tests/acp/run.sh
 # .cache/cargo-fuzz; needs the nightly toolchain). See fuzz/README.md. It is CPU-bound and the
 # real-CLI tier mostly waits on its CLIs and the mock, so the two run side by side; the fuzz
 # output is printed when it ends.
-mkdir -p target
 fuzz_log=target/fuzz-smoke.log
 fuzz_t0=$SECONDS
 echo "=== fuzz (30 s per target): started, beside the real-CLI tier"
@@ -90,7 +90,7 @@ for name in "${failed[@]}"; do
   tail -n 40 "$log"
 done
 echo
-echo "=== disk at the end: $(df -Pk . | awk 'NR==2 {printf "%.1f GB free", $4/1048576}')"
+echo "=== disk at the end: $(free_disk)"
 echo "tiers passed: ${passed[*]:-none}"
 echo "tiers failed: ${failed[*]:-none}"
 echo "${#passed[@]} passed, ${#failed[@]} failed"
