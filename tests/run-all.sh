@@ -39,7 +39,26 @@ step "build planwire" cargo build -p planwire
 # packaged planwire-protocol; cargo needs both in one command until that is on crates.io).
 # --locked --offline: cargo test has fetched every crate of Cargo.lock, so this tier needs no
 # network, and the packaged crates build with the versions everything else was tested with.
-step "cargo package" cargo package -p planwire-protocol -p planwire --allow-dirty --locked --offline
+# planwire is verified against the packaged planwire-protocol, which cargo treats as a crate
+# from a registry, one that never changes. So a run from a checkout where the tier ran before
+# used the earlier run's planwire-protocol (a submission failed so: "no field
+# `busy_timeout_ms`"). Two leftovers are removed first:
+# - the unpacked source, $CARGO_HOME/registry/src/<hash of this checkout's path>/: cargo
+#   unpacks it only when that folder is missing. No crate of this workspace comes from
+#   crates.io, so every unpacked copy of one is a leftover.
+# - its build in target/debug: its fingerprint is its version, so cargo would reuse it. That
+#   unit's dep-info names a source under registry/src; the workspace's own build stays.
+package_crates() {
+  local dep hash
+  rm -rf -- "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/planwire-protocol-*
+  for dep in target/debug/deps/planwire_protocol-*.d; do
+    [ -e "$dep" ] && grep -q '/registry/src/' "$dep" || continue
+    hash=${dep##*-}; hash=${hash%.d}
+    rm -rf -- target/debug/deps/*planwire_protocol-"$hash".* target/debug/.fingerprint/planwire-protocol-"$hash"
+  done
+  cargo package -p planwire-protocol -p planwire --allow-dirty --locked --offline
+}
+step "cargo package" package_crates
 step "planwire acp (official ACP SDK client)" bash tests/acp/run.sh
 # libFuzzer over every parser, a fixed time each (installs the pinned cargo-fuzz into
 # .cache/cargo-fuzz; needs the nightly toolchain). See fuzz/README.md. It is CPU-bound and the
