@@ -37,12 +37,9 @@ step "cargo test" cargo test --workspace
 step "build planwire" cargo build -p planwire
 # Both crates package and build from their packaged sources alone (planwire against the
 # packaged planwire-protocol; cargo needs both in one command until that is on crates.io).
-# --locked --offline: cargo test has fetched every crate of Cargo.lock, so this tier needs no
-# network, and the packaged crates build with the versions everything else was tested with.
-# planwire is verified against the packaged planwire-protocol, which cargo treats as a crate
-# from a registry, one that never changes. So a run from a checkout where the tier ran before
-# used the earlier run's planwire-protocol (a submission failed so: "no field
-# `busy_timeout_ms`"). Two leftovers are removed first:
+# cargo treats that packaged planwire-protocol as a registry crate, one that never changes, so
+# a checkout where this tier ran before verified planwire against the earlier run's copy (a
+# submission failed so: "no field `busy_timeout_ms`"). Two leftovers are removed first:
 # - the unpacked source, $CARGO_HOME/registry/src/<hash of this checkout's path>/: cargo
 #   unpacks it only when that folder is missing. No crate of this workspace comes from
 #   crates.io, so every unpacked copy of one is a leftover.
@@ -56,6 +53,8 @@ package_crates() {
     hash=${dep##*-}; hash=${hash%.d}
     rm -rf -- target/debug/deps/*planwire_protocol-"$hash".* target/debug/.fingerprint/planwire-protocol-"$hash"
   done
+  # --locked --offline: cargo test has fetched every crate of Cargo.lock, so this needs no
+  # network, and the packaged crates build with the versions everything else was tested with.
   cargo package -p planwire-protocol -p planwire --allow-dirty --locked --offline
 }
 step "cargo package" package_crates
