@@ -525,10 +525,16 @@ fn realcli_codex_kill_9_while_a_question_waits_then_the_stale_answer_resumes() {
     let got = assert_planned(&mut next, ticket, resumed, "Plan after the crash");
     assert_eq!(got["runs"][0]["providerSessionId"], session, "the same thread");
     // The resumed request holds the whole conversation: the question Codex closed as aborted,
-    // then the answer as the next prompt.
+    // then the answer as the next prompt. Codex guarantees the call an output that says it was
+    // aborted; its wording varies with how the turn ended ("aborted" when it rebuilds a missing
+    // output, "aborted by user after 0.1s" when it timed the abort itself).
     let reqs = responses(&mock);
     assert_eq!(reqs.len(), 2);
-    assert_eq!(call_output(&reqs[1], "call_ask_1").as_deref(), Some("aborted"));
+    let aborted = call_output(&reqs[1], "call_ask_1");
+    assert!(
+        aborted.as_deref().is_some_and(|o| o.contains("aborted")),
+        "the asking call's output in the resumed request: {aborted:?}"
+    );
     let body = reqs[1]["body"].to_string();
     assert!(body.contains("Make it say hi.") && body.contains("Which greeting should the program print?"));
     group_gone(&w, resumed);
