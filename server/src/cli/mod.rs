@@ -1,5 +1,5 @@
-//! The terminal front: `planwire plan`, `tickets`, `show`, `export`, `doctor`, and `acp`
-//! (the ACP agent on stdio, `crate::acp`).
+//! The terminal front: `planwire plan`, `tickets`, `show`, `export`, `doctor`, `acp` (the
+//! ACP agent on stdio, `crate::acp`) and `mcp` (the MCP server on stdio, `crate::mcp`).
 //!
 //! `plan`, `tickets`, `show` and `export` run the server in-process ([`client::Client`]) and speak the
 //! protocol to it, so a terminal plan takes the same path as an editor's (handlers, runner,
@@ -33,6 +33,9 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Serve the Agent Client Protocol on stdin/stdout (for Zed, JetBrains, Emacs, Neovim).
     Acp(AcpArgs),
+    /// Serve the Model Context Protocol on stdin/stdout (for Claude Code, Codex, Copilot,
+    /// Cursor, OpenCode): plan tickets as tools, plans as resources.
+    Mcp(AcpArgs),
 }
 
 #[derive(Args)]
@@ -229,6 +232,18 @@ pub fn run(command: Command, log: LogSetting) -> i32 {
                         acp_agents,
                     };
                     crate::acp::serve_stdio(options).await
+                }
+                Err(e) => fail(e),
+            },
+            Command::Mcp(args) => match args.agents.options() {
+                Ok(acp_agents) => {
+                    let options = crate::mcp::Options {
+                        db: Some(args.db.path()),
+                        tool: args.tool,
+                        model: args.model,
+                        acp_agents,
+                    };
+                    crate::mcp::serve_stdio(options).await
                 }
                 Err(e) => fail(e),
             },

@@ -116,6 +116,10 @@ pub fn warning(state: SandboxState, detail: Option<&str>) -> Option<String> {
     ))
 }
 
+/// The name of every pass's scratch directory (its `TMPDIR`) starts so; `planwire mcp` reads it
+/// to refuse to serve inside a planner (`crate::mcp::inside_a_planner`).
+pub const SCRATCH_PREFIX: &str = "planwire-run-";
+
 /// One pass's sandbox, made before its process starts and kept until it has ended.
 pub struct Pass {
     pub state: SandboxState,
@@ -137,7 +141,7 @@ pub struct Pass {
 pub async fn prepare(mode: SandboxMode, tool: Tool, root: &Path) -> Result<Pass, String> {
     use std::os::unix::fs::PermissionsExt;
     let scratch = tempfile::Builder::new()
-        .prefix("planwire-run-")
+        .prefix(SCRATCH_PREFIX)
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
         .map_err(|e| format!("cannot make the run's scratch directory: {e}"))?;
