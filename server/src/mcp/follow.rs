@@ -460,9 +460,13 @@ async fn stop(mcp: &Mcp, ticket: Option<TicketId>, run: RunId) {
     }
 }
 
-/// What a transcript event says as progress: tool calls, subagents, errors.
+/// What a transcript event says as progress: the phase (the planner's session started, the
+/// final answer is being written), tool calls, subagents, warnings and errors.
 fn progress_of(body: &EventBody) -> Option<String> {
     match body {
+        EventBody::Session { .. } => Some("The planner started".to_owned()),
+        EventBody::Text { is_final: true, .. } => Some("The planner wrote its answer".to_owned()),
+        EventBody::Warning { message } => Some(format!("Warning: {message}")),
         EventBody::ToolCall { name, input, .. } if input.is_empty() => Some(name.clone()),
         EventBody::ToolCall { name, input, .. } => Some(format!("{name}: {input}")),
         EventBody::Subagent {
