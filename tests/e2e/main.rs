@@ -24,6 +24,7 @@ mod realcli_claude_live;
 mod realcli_codex;
 mod realcli_context;
 mod realcli_living;
+mod realcli_mcp;
 mod realcli_opencode;
 mod realcli_opencode_live;
 mod realcli_sandbox;
