@@ -14,6 +14,7 @@ mod crash;
 mod deltas;
 mod lifecycle;
 mod living;
+mod mcp;
 mod memory;
 mod planning;
 mod pressure;
