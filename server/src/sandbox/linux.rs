@@ -106,15 +106,13 @@ mod tests {
     use std::path::{Path, PathBuf};
     use std::time::Duration;
 
-    use super::super::policy::{writable, Env};
     use super::*;
-    use crate::planners::Tool;
     use crate::supervisor::{self, OutputLine, SpawnSpec};
 
     /// Runs `script` under a restriction allowing the scratch directory and /dev, and returns
     /// its stdout lines.
     async fn run_sandboxed(scratch: &Path, cwd: &Path, script: &str) -> Vec<String> {
-        let policy = writable(Tool::Script, scratch, &Env::default());
+        let policy = super::super::common(scratch);
         let restriction = build(&policy).expect("Landlock ruleset");
         let mut child = supervisor::spawn(SpawnSpec {
             program: "/bin/sh".into(),

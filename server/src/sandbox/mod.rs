@@ -8,9 +8,11 @@
 //! is inherited by everything the planner starts: hooks, MCP servers, plugins, its shells.
 //!
 //! The policy is data ([`policy`]): the planner may read and execute anywhere, and write only
-//! beneath the entries listed there, each with the reason it is needed. Everything else is
-//! refused with `EACCES`: the repository, a linked repository, the rest of `HOME`, `/tmp`.
-//! The network stays open (the CLIs need their model APIs).
+//! beneath the [`Writable`] entries it is given, each with the reason it is needed: what every
+//! pass may write ([`common`]: its scratch directory and `/dev`), joined by the runner with
+//! the list of the planner's adapter (`planners::writable`). This module knows no planner.
+//! Everything else is refused with `EACCES`: the repository, a linked repository, the rest of
+//! `HOME`, `/tmp`. The network stays open (the CLIs need their model APIs).
 //!
 //! Whether or not the OS enforces it, each pass also compares the work tree before and after
 //! ([`snapshot`]): what a sandbox could miss, and the only guard where there is none.
@@ -50,8 +52,6 @@ use std::sync::OnceLock;
 pub use os::{enter, Restriction};
 use planwire_protocol::{SandboxMode, SandboxState};
 pub use policy::{Kind, Writable};
-
-use crate::planners::Tool;
 
 /// Test-only switch: set to `1`, planwire behaves as on a kernel without Landlock.
 pub const TEST_NO_LANDLOCK: &str = "PLANWIRE_TEST_NO_LANDLOCK";
@@ -116,6 +116,40 @@ pub fn warning(state: SandboxState, detail: Option<&str>) -> Option<String> {
     ))
 }
 
+/// A pass's private scratch directory (its `TMPDIR`), deleted with the pass.
+pub struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    pub fn new() -> Result<Scratch, String> {
+        use std::os::unix::fs::PermissionsExt;
+        tempfile::Builder::new()
+            .prefix("planwire-run-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map(Scratch)
+            .map_err(|e| format!("cannot make the run's scratch directory: {e}"))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// What every sandboxed pass may write, whatever its planner: `scratch` and `/dev`.
+pub fn common(scratch: &Path) -> Vec<Writable> {
+    vec![
+        Writable::dir(
+            scratch.to_owned(),
+            "the run's private scratch directory (TMPDIR, TMP, TEMP), deleted after the pass: \
+             shell snapshots and temporary files of the CLI and its tools",
+        ),
+        Writable::dir(
+            "/dev".into(),
+            "device files: /dev/null, /dev/tty and the terminals, /dev/shm (shared memory)",
+        ),
+    ]
+}
+
 /// One pass's sandbox, made before its process starts and kept until it has ended.
 pub struct Pass {
     pub state: SandboxState,
@@ -126,27 +160,21 @@ pub struct Pass {
     /// Why the sandbox is missing, when it could not be built although the OS has one.
     pub detail: Option<String>,
     /// Held, not read: deleted when the pass is dropped.
-    _scratch: tempfile::TempDir,
+    _scratch: Scratch,
     root: PathBuf,
     before: Option<snapshot::Snapshot>,
 }
 
-/// Prepares a pass of `tool` in `root`: the scratch directory, the work-tree snapshot and,
-/// when the sandbox is on and the OS has it, the restriction. `Err` only under `required`,
-/// when the restriction cannot be built.
-pub async fn prepare(mode: SandboxMode, tool: Tool, root: &Path) -> Result<Pass, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let scratch = tempfile::Builder::new()
-        .prefix("planwire-run-")
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .map_err(|e| format!("cannot make the run's scratch directory: {e}"))?;
+/// Prepares a pass in `root` with `scratch` as its `TMPDIR`: the work-tree snapshot and, when
+/// the sandbox is on and the OS has it, the restriction that lets it write only beneath
+/// `writable` (which includes [`common`]). `Err` only under `required`, when the restriction
+/// cannot be built.
+pub async fn prepare(mode: SandboxMode, root: &Path, scratch: Scratch, writable: &[Writable]) -> Result<Pass, String> {
     let before = snapshot::take(root).await;
     let mut state = state(mode);
     let mut detail = None;
     let mut restriction = None;
     if state == SandboxState::Enforced {
-        let writable = policy::writable(tool, scratch.path(), &policy::Env::from_process());
         if let Some(w) = writable.iter().find(|w| root.starts_with(&w.path)) {
             // The work-tree check still sees what the planner changes there.
             tracing::warn!(
@@ -156,7 +184,7 @@ pub async fn prepare(mode: SandboxMode, tool: Tool, root: &Path) -> Result<Pass,
                 w.reason
             );
         }
-        match policy::create_missing(&writable).and_then(|()| os::build(&writable)) {
+        match policy::create_missing(writable).and_then(|()| os::build(writable)) {
             Ok(r) => restriction = Some(r),
             Err(e) if mode == SandboxMode::Required => return Err(format!("cannot build the sandbox: {e}")),
             Err(e) => {
@@ -205,10 +233,24 @@ mod tests {
 
     use super::*;
 
+    async fn prepare_in(mode: SandboxMode, root: &Path) -> Result<Pass, String> {
+        let scratch = Scratch::new().unwrap();
+        let writable = common(scratch.path());
+        prepare(mode, root, scratch, &writable).await
+    }
+
+    #[test]
+    fn every_pass_may_write_its_scratch_directory_and_dev() {
+        let w = common(Path::new("/s"));
+        let paths: Vec<&Path> = w.iter().map(|w| w.path.as_path()).collect();
+        assert_eq!(paths, [Path::new("/s"), Path::new("/dev")]);
+        assert!(w.iter().all(|w| w.kind == Kind::Dir && !w.reason.is_empty()));
+    }
+
     #[tokio::test]
     async fn a_pass_gets_a_private_scratch_directory_deleted_after_it() {
         let root = tempfile::tempdir().unwrap();
-        let pass = prepare(SandboxMode::Off, Tool::Script, root.path()).await.unwrap();
+        let pass = prepare_in(SandboxMode::Off, root.path()).await.unwrap();
         assert_eq!(pass.state, SandboxState::Off);
         assert!(pass.restriction.is_none());
         let keys: Vec<&str> = pass.env.iter().map(|(k, _)| k.as_str()).collect();
@@ -227,7 +269,7 @@ mod tests {
             return;
         }
         let root = tempfile::tempdir().unwrap();
-        let pass = prepare(SandboxMode::Required, Tool::Script, root.path()).await.unwrap();
+        let pass = prepare_in(SandboxMode::Required, root.path()).await.unwrap();
         assert_eq!(pass.state, SandboxState::Enforced);
         assert!(pass.restriction.is_some());
         assert_eq!(warning(pass.state, None), None);
