@@ -22,3 +22,4 @@ pub mod store;
 pub mod supervisor;
 pub mod transport;
 pub mod util;
+pub mod worktree;

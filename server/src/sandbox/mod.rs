@@ -15,7 +15,7 @@
 //! `HOME`, `/tmp`. The network stays open (the CLIs need their model APIs).
 //!
 //! Whether or not the OS enforces it, each pass also compares the work tree before and after
-//! ([`snapshot`]): what a sandbox could miss, and the only guard where there is none.
+//! ([`crate::worktree`]): what a sandbox could miss, and the only guard where there is none.
 //!
 //! One module per OS: `linux.rs` (Landlock, the `landlock` crate) and `unsupported.rs` (every
 //! other OS: `unavailable`). A macOS (Seatbelt) or Windows (AppContainer) port is one more
@@ -44,7 +44,6 @@ mod unsupported;
 use unsupported as os;
 
 pub mod policy;
-pub mod snapshot;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -52,6 +51,8 @@ use std::sync::OnceLock;
 pub use os::{enter, Restriction};
 use planwire_protocol::{SandboxMode, SandboxState};
 pub use policy::{Kind, Writable};
+
+use crate::worktree;
 
 /// Test-only switch: set to `1`, planwire behaves as on a kernel without Landlock.
 pub const TEST_NO_LANDLOCK: &str = "PLANWIRE_TEST_NO_LANDLOCK";
@@ -162,7 +163,7 @@ pub struct Pass {
     /// Held, not read: deleted when the pass is dropped.
     _scratch: Scratch,
     root: PathBuf,
-    before: Option<snapshot::Snapshot>,
+    before: Option<worktree::Snapshot>,
 }
 
 /// Prepares a pass in `root` with `scratch` as its `TMPDIR`: the work-tree snapshot and, when
@@ -170,7 +171,7 @@ pub struct Pass {
 /// `writable` (which includes [`common`]). `Err` only under `required`, when the restriction
 /// cannot be built.
 pub async fn prepare(mode: SandboxMode, root: &Path, scratch: Scratch, writable: &[Writable]) -> Result<Pass, String> {
-    let before = snapshot::take(root).await;
+    let before = worktree::take(root).await;
     let mut state = state(mode);
     let mut detail = None;
     let mut restriction = None;
@@ -214,8 +215,8 @@ impl Pass {
         let Some(before) = &self.before else {
             return Vec::new();
         };
-        match snapshot::take(&self.root).await {
-            Some(after) => snapshot::changes(before, &after),
+        match worktree::take(&self.root).await {
+            Some(after) => worktree::changes(before, &after),
             None => {
                 tracing::warn!(
                     "{}: the work tree could not be checked after the pass",
