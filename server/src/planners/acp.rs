@@ -21,8 +21,8 @@ use super::driver::{PassRequest, Prepared};
 use super::writable::Env;
 use super::Tool;
 use crate::config::Config;
-use crate::sandbox::Writable;
 use crate::supervisor::SpawnSpec;
+use planwire_sandbox::Writable;
 
 /// The longest agent name.
 const NAME_MAX: usize = 64;

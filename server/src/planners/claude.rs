@@ -59,7 +59,7 @@ use super::{
     each_field, emit_held, flag_value_ok, parse_json_line, parse_typed_line, str_of, summarize_fields, truncate_chars,
     LineParser, ParsedEvent, Skip, Str, Subagents, TextTail,
 };
-use crate::sandbox::Writable;
+use planwire_sandbox::Writable;
 
 /// Longest tool input summary, in characters (an ellipsis is added when cut).
 pub const INPUT_SUMMARY_MAX: usize = 200;
@@ -2044,7 +2044,7 @@ mod tests {
         assert_eq!(paths(&writable(&env(&[]))), ["/h/.claude", "/h/.claude.json"]);
         assert_eq!(
             writable(&env(&[]))[1].kind,
-            crate::sandbox::Kind::File { initial: "{}\n" }
+            planwire_sandbox::Kind::File { initial: "{}\n" }
         );
         assert_eq!(paths(&writable(&env(&[("CLAUDE_CONFIG_DIR", "/c")]))), ["/c"]);
     }

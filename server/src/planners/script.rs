@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::writable::Env;
-use crate::sandbox::Writable;
+use planwire_sandbox::Writable;
 
 /// The variable naming the file `awaitStdin` copies stdin lines to.
 const STDIN_LOG: &str = "PLANWIRE_REPLAY_STDIN_LOG";
@@ -288,6 +288,6 @@ mod tests {
         assert_eq!(writable(&env(&[])), []);
         let w = writable(&env(&[(STDIN_LOG, "/l/stdin.log")]));
         assert_eq!(paths(&w), ["/l/stdin.log"]);
-        assert_eq!(w[0].kind, crate::sandbox::Kind::File { initial: "" });
+        assert_eq!(w[0].kind, planwire_sandbox::Kind::File { initial: "" });
     }
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use crate::sandbox::Writable;
+use planwire_sandbox::Writable;
 
 use super::{acp, claude, codex, opencode, script, Tool};
 

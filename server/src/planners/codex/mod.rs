@@ -44,7 +44,7 @@ mod stdio;
 use super::driver::{PassRequest, Prepared};
 use super::flag_value_ok;
 use super::writable::Env;
-use crate::sandbox::Writable;
+use planwire_sandbox::Writable;
 use std::path::Path;
 
 /// Options that keep a pass bounded and free of background processes. Connection failures are

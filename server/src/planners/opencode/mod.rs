@@ -36,8 +36,8 @@ use std::path::Path;
 
 use super::driver::{PassRequest, Prepared};
 use super::writable::Env;
-use crate::sandbox::Writable;
 use crate::supervisor::SpawnSpec;
+use planwire_sandbox::Writable;
 
 pub use config::{config_content, readonly_permission, DEFAULT_TITLE};
 

@@ -1,32 +1,34 @@
-//! The OS sandbox around every planner process tree, and the work-tree check behind it.
+//! The server's side of the OS sandbox: what `initializationOptions.sandbox` makes of what
+//! this machine offers (the state in `initialize`, `planwire doctor` and every run, the
+//! refusal under `required`, a run's warning), and the preparation of one pass (its scratch
+//! directory, the work-tree snapshot, the restriction).
+//!
+//! The OS part is the `planwire-sandbox` crate (`sandbox/` at the top of the repository): the
+//! policy types, Landlock, and entering the restriction between fork and exec. It is a crate of
+//! its own so that it cannot see the server: it knows nothing of planners or of the protocol,
+//! and these messages, which name `initializationOptions`, stay here. This module knows no
+//! planner either: the runner (`runner/sandboxed.rs`) joins what every pass may write
+//! ([`common`]) with the list of the planner's adapter (`planners::writable`) and hands it to
+//! [`prepare`].
 //!
 //! Planning is read-only because the kernel says so, not because the model behaves. Every
 //! planner process is started by [`crate::supervisor::spawn`]; when the sandbox is enforced,
-//! its [`SpawnSpec`](crate::supervisor::SpawnSpec) carries a [`Restriction`] built here, in the
-//! parent, and the child applies it between fork and exec (only `PR_SET_NO_NEW_PRIVS` and
-//! `landlock_restrict_self` run there: both are async-signal-safe syscalls). The restriction
-//! is inherited by everything the planner starts: hooks, MCP servers, plugins, its shells.
-//!
-//! The policy is data ([`policy`]): the planner may read and execute anywhere, and write only
-//! beneath the [`Writable`] entries it is given, each with the reason it is needed: what every
-//! pass may write ([`common`]: its scratch directory and `/dev`), joined by the runner with
-//! the list of the planner's adapter (`planners::writable`). This module knows no planner.
-//! Everything else is refused with `EACCES`: the repository, a linked repository, the rest of
-//! `HOME`, `/tmp`. The network stays open (the CLIs need their model APIs).
+//! its [`SpawnSpec`](crate::supervisor::SpawnSpec) carries the pass's [`Restriction`], built
+//! in the parent, and the child enters it before exec. The restriction is inherited by
+//! everything the planner starts: hooks, MCP servers, plugins, its shells. The planner may read
+//! and execute anywhere and write only beneath its [`Writable`] entries; everything else is
+//! refused with `EACCES`: the repository, a linked repository, the rest of `HOME`, `/tmp`. The
+//! network stays open (the CLIs need their model APIs).
 //!
 //! Whether or not the OS enforces it, each pass also compares the work tree before and after
 //! ([`crate::worktree`]): what a sandbox could miss, and the only guard where there is none.
 //!
-//! One module per OS: `linux.rs` (Landlock, the `landlock` crate) and `unsupported.rs` (every
-//! other OS: `unavailable`). A macOS (Seatbelt) or Windows (AppContainer) port is one more
-//! file with the same three functions (`abi`, `build`, `enter`).
-//!
 //! ## Trying it by hand
 //!
 //! - `planwire doctor` prints the state (`enforced (Landlock ABI 7)` on a recent kernel).
-//! - `cargo test -p planwire --lib sandbox` runs a child and a grandchild under the policy:
-//!   their writes to a project root, `HOME` and `/tmp` fail with `EACCES`, reads and the scratch
-//!   directory work.
+//! - `cargo test -p planwire-sandbox` runs a child and a grandchild under a policy: their
+//!   writes to a project root, `HOME` and `/tmp` fail with `EACCES`, reads and the scratch
+//!   directory work (`sandbox/README.md` has a test by hand of the crate alone).
 //! - Plan a ticket whose description asks for `touch x` or `cat README.md > x` with any real
 //!   CLI: the transcript shows the CLI's shell failing with "Permission denied", and
 //!   `git status` in the root stays clean. While it runs, `grep NoNewPrivs /proc/PID/status`
@@ -34,41 +36,12 @@
 //! - `PLANWIRE_TEST_NO_LANDLOCK=1` (test-only) makes planwire behave as on a kernel without
 //!   Landlock: `auto` plans with a warning, `required` refuses.
 
-#[cfg(target_os = "linux")]
-mod linux;
-#[cfg(target_os = "linux")]
-use linux as os;
-#[cfg(not(target_os = "linux"))]
-mod unsupported;
-#[cfg(not(target_os = "linux"))]
-use unsupported as os;
-
-pub mod policy;
-
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-pub use os::{enter, Restriction};
 use planwire_protocol::{SandboxMode, SandboxState};
-pub use policy::{Kind, Writable};
+use planwire_sandbox::{support, Restriction, Writable};
 
 use crate::worktree;
-
-/// Test-only switch: set to `1`, planwire behaves as on a kernel without Landlock.
-pub const TEST_NO_LANDLOCK: &str = "PLANWIRE_TEST_NO_LANDLOCK";
-
-/// What the OS offers: `Ok(version)` (the Landlock ABI on Linux), or why there is no sandbox.
-pub fn support() -> &'static Result<u32, String> {
-    static SUPPORT: OnceLock<Result<u32, String>> = OnceLock::new();
-    SUPPORT.get_or_init(|| {
-        if std::env::var_os(TEST_NO_LANDLOCK).is_some_and(|v| v == "1") {
-            return Err(format!(
-                "{TEST_NO_LANDLOCK}=1 simulates a kernel without Landlock (test-only)"
-            ));
-        }
-        os::abi()
-    })
-}
 
 /// The state runs get under `mode` on this machine.
 pub fn state(mode: SandboxMode) -> SandboxState {
@@ -83,7 +56,7 @@ pub fn state(mode: SandboxMode) -> SandboxState {
 pub fn describe(mode: SandboxMode) -> String {
     match (state(mode), support()) {
         (SandboxState::Off, _) => "off (initializationOptions.sandbox is \"off\")".to_owned(),
-        (SandboxState::Enforced, Ok(v)) => format!("enforced ({} {v})", os::NAME),
+        (SandboxState::Enforced, Ok(support)) => format!("enforced ({support})"),
         (_, Err(why)) => format!("unavailable: {why}"),
         (_, Ok(_)) => "unavailable".to_owned(),
     }
@@ -185,7 +158,7 @@ pub async fn prepare(mode: SandboxMode, root: &Path, scratch: Scratch, writable:
                 w.reason
             );
         }
-        match policy::create_missing(writable).and_then(|()| os::build(writable)) {
+        match planwire_sandbox::build(writable) {
             Ok(r) => restriction = Some(r),
             Err(e) if mode == SandboxMode::Required => return Err(format!("cannot build the sandbox: {e}")),
             Err(e) => {
@@ -231,6 +204,8 @@ impl Pass {
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
+
+    use planwire_sandbox::Kind;
 
     use super::*;
 
