@@ -35,27 +35,31 @@ step "cargo fmt" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test" cargo test --workspace
 step "build planwire" cargo build -p planwire
-# Both crates package and build from their packaged sources alone (planwire against the
-# packaged planwire-protocol; cargo needs both in one command until that is on crates.io).
-# cargo treats that packaged planwire-protocol as a registry crate, one that never changes, so
-# a checkout where this tier ran before verified planwire against the earlier run's copy (a
-# submission failed so: "no field `busy_timeout_ms`"). Two leftovers are removed first:
+# The three crates package and build from their packaged sources alone (planwire against the
+# packaged planwire-protocol and planwire-sandbox; cargo needs them in one command until those
+# are on crates.io). cargo treats such a packaged dependency as a registry crate, one that never
+# changes, so a checkout where this tier ran before verified planwire against the earlier run's
+# copy (a submission failed so: "no field `busy_timeout_ms`"). Two leftovers of each are
+# removed first:
 # - the unpacked source, $CARGO_HOME/registry/src/<hash of this checkout's path>/: cargo
 #   unpacks it only when that folder is missing. No crate of this workspace comes from
 #   crates.io, so every unpacked copy of one is a leftover.
 # - its build in target/debug: its fingerprint is its version, so cargo would reuse it. That
 #   unit's dep-info names a source under registry/src; the workspace's own build stays.
 package_crates() {
-  local dep hash
-  rm -rf -- "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/planwire-protocol-*
-  for dep in target/debug/deps/planwire_protocol-*.d; do
-    [ -e "$dep" ] && grep -q '/registry/src/' "$dep" || continue
-    hash=${dep##*-}; hash=${hash%.d}
-    rm -rf -- target/debug/deps/*planwire_protocol-"$hash".* target/debug/.fingerprint/planwire-protocol-"$hash"
+  local crate lib dep hash
+  for crate in planwire-protocol planwire-sandbox; do
+    lib=${crate//-/_}
+    rm -rf -- "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate"-*
+    for dep in target/debug/deps/"$lib"-*.d; do
+      [ -e "$dep" ] && grep -q '/registry/src/' "$dep" || continue
+      hash=${dep##*-}; hash=${hash%.d}
+      rm -rf -- target/debug/deps/*"$lib"-"$hash".* target/debug/.fingerprint/"$crate"-"$hash"
+    done
   done
   # --locked --offline: cargo test has fetched every crate of Cargo.lock, so this needs no
   # network, and the packaged crates build with the versions everything else was tested with.
-  cargo package -p planwire-protocol -p planwire --allow-dirty --locked --offline
+  cargo package -p planwire-protocol -p planwire-sandbox -p planwire --allow-dirty --locked --offline
 }
 step "cargo package" package_crates
 step "planwire acp (official ACP SDK client)" bash tests/acp/run.sh

@@ -3,9 +3,9 @@
 //! Data flows one way: planner line → adapter parser → numbered event → store + notify.
 //! `transport` frames JSON-RPC, `server` runs the lifecycle and hands each request to its
 //! file under `handlers`, and the `runner` drives one planner process through the
-//! `supervisor` (inside the OS `sandbox`), recording everything in the `store`. `acp` is
-//! planwire as an ACP agent and `mcp` planwire as an MCP server: fronts that are clients of
-//! the same server, in-process.
+//! `supervisor` (inside the OS sandbox: the `planwire-sandbox` crate, prepared for each pass
+//! by `sandbox`), recording everything in the `store`. `acp` is planwire as an ACP agent and
+//! `mcp` planwire as an MCP server: fronts that are clients of the same server, in-process.
 
 pub mod acp;
 pub mod cli;
@@ -24,3 +24,4 @@ pub mod store;
 pub mod supervisor;
 pub mod transport;
 pub mod util;
+pub mod worktree;

@@ -5,9 +5,11 @@
 //! happen on one spawner thread that lives as long as the process (tokio's blocking-pool
 //! threads exit after 10 s idle). A stop is SIGTERM to the group, a grace period, SIGKILL to
 //! the group, then reaping: `Child::kill` alone would leave grandchildren running.
-//! A spec may carry an OS sandbox restriction (built in the parent by [`crate::sandbox`]);
-//! the child enters it right after the parent-death signal, before exec, and everything it
-//! starts inherits it. This module knows processes and nothing of line formats.
+//! A spec may carry an OS sandbox restriction ([`planwire_sandbox::Restriction`], built in
+//! the parent when a pass is prepared); the child enters it right after the parent-death
+//! signal, before exec, and everything it starts inherits it. The restriction's type comes
+//! from the sandbox crate, a layer below: this module knows processes, nothing of planners,
+//! of the sandbox's policy or of line formats.
 
 use std::collections::VecDeque;
 use std::io;
@@ -16,11 +18,11 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use planwire_sandbox::Restriction;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::sandbox;
 use crate::util::{group_members, proc_stat};
 
 /// Longest stdout line kept whole; a longer one arrives truncated.
@@ -37,7 +39,7 @@ pub struct SpawnSpec {
     /// A pipe on stdin (else /dev/null: an open, silent pipe makes every CLI wait).
     pub stdin_pipe: bool,
     /// The OS sandbox the child enters before exec (`None`: none).
-    pub sandbox: Option<sandbox::Restriction>,
+    pub sandbox: Option<Restriction>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -105,7 +107,7 @@ fn spawn_here(spec: &SpawnSpec) -> io::Result<Child> {
                 libc::_exit(1);
             }
             if let Some(r) = &restriction {
-                sandbox::enter(r)?;
+                planwire_sandbox::enter(r)?;
             }
             Ok(())
         });

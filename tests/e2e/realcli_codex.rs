@@ -172,7 +172,7 @@ fn realcli_codex_plain_plan() {
     );
     // Codex's own sandbox is read-only, unless planwire's OS sandbox holds it (its bubblewrap
     // cannot start inside Landlock, and the kernel refuses writes instead).
-    let inner = if planwire::sandbox::support().is_ok() {
+    let inner = if planwire_sandbox::support().is_ok() {
         "danger-full-access"
     } else {
         "read-only"
@@ -251,7 +251,7 @@ fn realcli_codex_read_only_tool_calls() {
     assert_eq!(reqs.len(), 2);
     let body = reqs[1]["body"].to_string();
     assert!(body.contains("fn main"), "{body}");
-    let refusal = if planwire::sandbox::support().is_ok() {
+    let refusal = if planwire_sandbox::support().is_ok() {
         "Permission denied"
     } else {
         "Read-only file system"

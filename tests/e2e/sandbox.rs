@@ -11,7 +11,7 @@ use crate::harness::*;
 
 /// What this kernel gives a default session.
 fn native_state() -> &'static str {
-    if planwire::sandbox::support().is_ok() {
+    if planwire_sandbox::support().is_ok() {
         "enforced"
     } else {
         "unavailable"

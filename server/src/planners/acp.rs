@@ -18,9 +18,11 @@ use std::sync::{Mutex, OnceLock};
 use planwire_protocol::AcpAgentOptions;
 
 use super::driver::{PassRequest, Prepared};
+use super::writable::Env;
 use super::Tool;
 use crate::config::Config;
 use crate::supervisor::SpawnSpec;
+use planwire_sandbox::Writable;
 
 /// The longest agent name.
 const NAME_MAX: usize = 64;
@@ -204,8 +206,22 @@ fn find_program(command: &str) -> Option<PathBuf> {
         .find(|p| super::is_executable(p))
 }
 
+/// Where an ACP agent may write under the OS sandbox (see [`super::writable`]): a preset that
+/// is a CLI planwire also drives natively writes where that one does; qwen and gemini keep
+/// their state in ~/.qwen and ~/.gemini; any other agent gets nothing more.
+pub fn writable(name: AcpName, env: &Env) -> Vec<Writable> {
+    if let Some(native) = native_tool(name) {
+        return native.writable(env);
+    }
+    state_dir(name)
+        .and_then(|rel| env.home(rel))
+        .map(|p| Writable::dir(p, "the ACP agent's state: settings, sessions, logs"))
+        .into_iter()
+        .collect()
+}
+
 /// The native planner whose state an ACP preset shares (its sandbox allows the same writes).
-pub fn native_tool(name: AcpName) -> Option<Tool> {
+fn native_tool(name: AcpName) -> Option<Tool> {
     match name.agent() {
         "opencode" => Some(Tool::OpenCode),
         "claude-acp" => Some(Tool::Claude),
@@ -215,7 +231,7 @@ pub fn native_tool(name: AcpName) -> Option<Tool> {
 }
 
 /// The state directory under `HOME` of a preset with no native planner.
-pub fn state_dir(name: AcpName) -> Option<&'static str> {
+fn state_dir(name: AcpName) -> Option<&'static str> {
     match name.agent() {
         "qwen" => Some(".qwen"),
         "gemini" => Some(".gemini"),
@@ -332,5 +348,17 @@ mod tests {
         assert_eq!(p.spawn.args, ["--acp"]);
         assert!(p.spawn.stdin_pipe);
         assert!(!p.recorded_args.iter().any(|a| a.contains("Plan it")));
+    }
+
+    #[test]
+    fn a_preset_writes_where_its_native_cli_does_and_other_agents_nowhere() {
+        use crate::planners::writable::tests::{env, paths};
+        let of = |name: &str| writable(AcpName::intern(name).unwrap(), &env(&[]));
+        assert_eq!(of("claude-acp"), Tool::Claude.writable(&env(&[])));
+        assert_eq!(of("codex-acp"), Tool::Codex.writable(&env(&[])));
+        assert_eq!(of("opencode"), Tool::OpenCode.writable(&env(&[])));
+        assert_eq!(paths(&of("qwen")), ["/h/.qwen"]);
+        assert_eq!(paths(&of("gemini")), ["/h/.gemini"]);
+        assert_eq!(of("goose"), []);
     }
 }

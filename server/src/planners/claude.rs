@@ -54,10 +54,12 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::json;
 use serde_json::Value;
 
+use super::writable::Env;
 use super::{
     each_field, emit_held, flag_value_ok, parse_json_line, parse_typed_line, str_of, summarize_fields, truncate_chars,
     LineParser, ParsedEvent, Skip, Str, Subagents, TextTail,
 };
+use planwire_sandbox::Writable;
 
 /// Longest tool input summary, in characters (an ellipsis is added when cut).
 pub const INPUT_SUMMARY_MAX: usize = 200;
@@ -809,6 +811,31 @@ pub fn env() -> Vec<(&'static str, String)> {
         ("DISABLE_ERROR_REPORTING", "1".to_string()),
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
     ]
+}
+
+/// Where Claude Code may write under the OS sandbox (see [`super::writable`]).
+///
+/// Refused without these: `mkdir ~/.claude` (sessions, so no --resume) and the
+/// `~/.claude.json.tmp.*` + rename into HOME; it then rewrites `.claude.json` in
+/// place. Its `~/.claude.json.lock` (a mkdir in HOME) stays refused: it goes on.
+pub fn writable(env: &Env) -> Vec<Writable> {
+    if let Some(d) = env.var("CLAUDE_CONFIG_DIR") {
+        return vec![Writable::dir(
+            d,
+            "Claude Code's config directory (CLAUDE_CONFIG_DIR): sessions, plans, its .claude.json",
+        )];
+    }
+    let state = env.home(".claude").map(|p| {
+        Writable::dir(
+            p,
+            "Claude Code's state: sessions (projects/, for --resume), plans, todos, shell snapshots",
+        )
+    });
+    let file = env.home(".claude.json").map(|p| {
+        // Claude Code takes an empty .claude.json for a corrupt one.
+        Writable::file(p, "{}\n", "Claude Code's global state file, rewritten in place")
+    });
+    state.into_iter().chain(file).collect()
 }
 
 fn parent_id(v: &Value) -> Option<String> {
@@ -2034,5 +2061,16 @@ mod tests {
             assert_eq!(get(key), Some("1"), "{key}");
         }
         assert_eq!(env.len(), 5);
+    }
+
+    #[test]
+    fn writes_its_state_in_home_or_its_config_directory() {
+        use crate::planners::writable::tests::{env, paths};
+        assert_eq!(paths(&writable(&env(&[]))), ["/h/.claude", "/h/.claude.json"]);
+        assert_eq!(
+            writable(&env(&[]))[1].kind,
+            planwire_sandbox::Kind::File { initial: "{}\n" }
+        );
+        assert_eq!(paths(&writable(&env(&[("CLAUDE_CONFIG_DIR", "/c")]))), ["/c"]);
     }
 }

@@ -3,7 +3,9 @@
 //! - detect: find the binary (configured path, else `PATH`) and read its version;
 //! - launch: the argv and env of a first or resumed plan, always in read-only / plan mode;
 //!   the prompt never passes through a shell and can never be read as a flag;
-//! - parse: a stateful [`LineParser`] from the CLI's stream to normalized events.
+//! - parse: a stateful [`LineParser`] from the CLI's stream to normalized events;
+//! - writable: where the CLI may write under the OS sandbox, each entry with its reason
+//!   ([`writable`] asks the adapter of a tool).
 //!
 //! `handoff` is the one exception to plan mode: the command of an interactive implementation
 //! session, which planwire hands to the editor and never runs itself.
@@ -25,6 +27,7 @@ pub mod opencode;
 pub mod plan;
 pub mod prompt;
 pub mod script;
+pub mod writable;
 
 use std::borrow::Cow;
 use std::collections::HashSet;

@@ -25,6 +25,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::writable::Env;
+use planwire_sandbox::Writable;
+
+/// The variable naming the file `awaitStdin` copies stdin lines to.
+const STDIN_LOG: &str = "PLANWIRE_REPLAY_STDIN_LOG";
+
 const BUILTIN: &[(&str, &str)] = &[
     ("demo", include_str!("../../scripts/demo.jsonl")),
     ("slow", include_str!("../../scripts/slow.jsonl")),
@@ -37,6 +43,21 @@ const BUILTIN: &[(&str, &str)] = &[
 
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {
     BUILTIN.iter().map(|(n, _)| *n)
+}
+
+/// Where the replayer may write under the OS sandbox (see [`super::writable`]): nothing but
+/// the stdin log tests ask for.
+pub fn writable(env: &Env) -> Vec<Writable> {
+    env.var(STDIN_LOG)
+        .map(|p| {
+            Writable::file(
+                p,
+                "",
+                "the replayer's stdin log (PLANWIRE_REPLAY_STDIN_LOG), which tests read",
+            )
+        })
+        .into_iter()
+        .collect()
 }
 
 /// The text of a script: a built-in name, or a file path.
@@ -122,8 +143,8 @@ fn stdin_lines() -> (std::sync::mpsc::Receiver<String>, std::sync::mpsc::Receive
     use std::io::BufRead;
     let (tx, rx) = std::sync::mpsc::channel();
     let (done_tx, done) = std::sync::mpsc::channel();
-    let mut log = std::env::var_os("PLANWIRE_REPLAY_STDIN_LOG")
-        .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
+    let mut log =
+        std::env::var_os(STDIN_LOG).and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines().map_while(Result::ok) {
             if let Some(f) = log.as_mut() {
@@ -140,7 +161,7 @@ fn stdin_lines() -> (std::sync::mpsc::Receiver<String>, std::sync::mpsc::Receive
 /// When stdin is logged (tests), waits until planwire has closed it, so the log holds all it
 /// wrote; planwire closes it after the final `result` line. Bounded, never a hang.
 fn finish_stdin_log(done: &std::sync::mpsc::Receiver<()>) {
-    if std::env::var_os("PLANWIRE_REPLAY_STDIN_LOG").is_some() {
+    if std::env::var_os(STDIN_LOG).is_some() {
         let _ = done.recv_timeout(Duration::from_secs(10));
     }
 }
@@ -259,5 +280,14 @@ mod tests {
             }
         }
         assert!(load("no-such-script").unwrap_err().contains("demo"));
+    }
+
+    #[test]
+    fn writes_nothing_but_the_stdin_log_tests_ask_for() {
+        use crate::planners::writable::tests::{env, paths};
+        assert_eq!(writable(&env(&[])), []);
+        let w = writable(&env(&[(STDIN_LOG, "/l/stdin.log")]));
+        assert_eq!(paths(&w), ["/l/stdin.log"]);
+        assert_eq!(w[0].kind, planwire_sandbox::Kind::File { initial: "" });
     }
 }

@@ -1,12 +1,14 @@
 //! The runner's side of the sandbox: what a pass needs before its process starts, and the
-//! work-tree check once it has ended. The policy, the OS part and the snapshot live in
-//! [`crate::sandbox`]; this file records their results on the run and in its transcript.
+//! work-tree check once it has ended. Here the runner joins what every pass may write with
+//! what the planner's adapter lists (`planners::writable`), so the sandbox ([`crate::sandbox`])
+//! needs to know no planner; this file records its results on the run and in its transcript.
 
 use std::path::Path;
 
 use planwire_protocol::{EventBody, SandboxState};
 
 use super::Run;
+use crate::planners::writable::Env;
 use crate::sandbox;
 use crate::store::runs;
 
@@ -15,7 +17,10 @@ impl Run {
     /// once (or again when a later pass differs), and a run without the sandbox gets a
     /// `warning` event. `Err` is a message for a failed spawn.
     pub(super) async fn sandbox_pass(&mut self, root: &str) -> Result<sandbox::Pass, String> {
-        let pass = sandbox::prepare(self.s.config.sandbox, self.tool, Path::new(root)).await?;
+        let scratch = sandbox::Scratch::new()?;
+        let mut writable = sandbox::common(scratch.path());
+        writable.extend(self.tool.writable(&Env::from_process()));
+        let pass = sandbox::prepare(self.s.config.sandbox, Path::new(root), scratch, &writable).await?;
         let state = pass.state;
         if self.sandbox_recorded != Some(state) {
             self.sandbox_recorded = Some(state);

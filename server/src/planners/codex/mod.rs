@@ -43,6 +43,8 @@ mod stdio;
 
 use super::driver::{PassRequest, Prepared};
 use super::flag_value_ok;
+use super::writable::Env;
+use planwire_sandbox::Writable;
 use std::path::Path;
 
 /// Options that keep a pass bounded and free of background processes. Connection failures are
@@ -52,6 +54,22 @@ const COMMON_CONFIG: [&str; 2] = [
     "features.unbounded_connection_retries=false",
     "features.daemon_auto_start=false",
 ];
+
+/// Where Codex may write under the OS sandbox (see [`super::writable`]).
+///
+/// Refused without it: everything in CODEX_HOME (state and session databases, logs,
+/// helper binaries under tmp/), and it cannot record the session.
+pub fn writable(env: &Env) -> Vec<Writable> {
+    let home = env.var("CODEX_HOME").or_else(|| env.home(".codex"));
+    home.map(|p| {
+        Writable::dir(
+            p,
+            "Codex's home (CODEX_HOME): sessions, state databases, logs, helper binaries",
+        )
+    })
+    .into_iter()
+    .collect()
+}
 
 /// Codex's own sandbox for a pass's thread: `read-only`, unless planwire's OS sandbox holds
 /// the pass. Codex's Linux sandbox is bubblewrap, which must mount, and a Landlock domain may
@@ -172,5 +190,14 @@ mod tests {
         assert!(DEVELOPER_INSTRUCTIONS.contains("<planwire-plan>"));
         assert!(DEVELOPER_INSTRUCTIONS.contains("request_user_input"));
         assert!(DEVELOPER_INSTRUCTIONS.contains("Do not use a <proposed_plan> block"));
+    }
+
+    #[test]
+    fn writes_its_home_only() {
+        use crate::planners::writable::tests::{env, paths};
+        assert_eq!(paths(&writable(&env(&[]))), ["/h/.codex"]);
+        assert_eq!(paths(&writable(&env(&[("CODEX_HOME", "/x")]))), ["/x"]);
+        // Without HOME there is no state to allow.
+        assert_eq!(writable(&Env::default()), []);
     }
 }

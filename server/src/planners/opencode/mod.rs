@@ -35,7 +35,9 @@ mod start;
 use std::path::Path;
 
 use super::driver::{PassRequest, Prepared};
+use super::writable::Env;
 use crate::supervisor::SpawnSpec;
+use planwire_sandbox::Writable;
 
 pub use config::{config_content, readonly_permission, DEFAULT_TITLE};
 
@@ -79,6 +81,33 @@ pub fn prepare(program: &Path, req: &PassRequest) -> Prepared {
             password,
         }),
     }
+}
+
+/// Where OpenCode may write under the OS sandbox (see [`super::writable`]): its directory in
+/// each XDG base directory.
+///
+/// Refused without these: `mkdir ~/.local`, `~/.config`, `~/.cache`, then it exits 1.
+/// Also refused, and harmless: `.git/opencode` in the repository (a cached project id)
+/// and writing back to the file OPENCODE_CONFIG names.
+pub fn writable(env: &Env) -> Vec<Writable> {
+    let xdg = [
+        (
+            env.xdg("XDG_DATA_HOME", ".local/share"),
+            "OpenCode's data: the session database (opencode.db), snapshots, logs",
+        ),
+        (
+            env.xdg("XDG_CACHE_HOME", ".cache"),
+            "OpenCode's cache: provider SDK packages and tools it installs",
+        ),
+        (
+            env.xdg("XDG_CONFIG_HOME", ".config"),
+            "OpenCode's config directory: its .gitignore and the dependencies of the user's plugins",
+        ),
+        (env.xdg("XDG_STATE_HOME", ".local/state"), "OpenCode's state: locks"),
+    ];
+    xdg.into_iter()
+        .filter_map(|(base, reason)| Some(Writable::dir(base?.join("opencode"), reason)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -499,3 +499,21 @@ fn an_error_is_typed_like_run_errors_were() {
         .on_event(&error("MessageAbortedError", json!({ "message": "Aborted" })))
         .is_empty());
 }
+
+#[test]
+fn writes_its_directory_in_each_xdg_base() {
+    use crate::planners::writable::tests::{env, paths};
+    assert_eq!(
+        paths(&super::writable(&env(&[]))),
+        [
+            "/h/.local/share/opencode",
+            "/h/.cache/opencode",
+            "/h/.config/opencode",
+            "/h/.local/state/opencode"
+        ]
+    );
+    assert_eq!(
+        paths(&super::writable(&env(&[("XDG_DATA_HOME", "/d")])))[0],
+        "/d/opencode"
+    );
+}

@@ -1,30 +1,34 @@
-//! The OS sandbox around every planner process tree, and the work-tree check behind it.
+//! The server's side of the OS sandbox: what `initializationOptions.sandbox` makes of what
+//! this machine offers (the state in `initialize`, `planwire doctor` and every run, the
+//! refusal under `required`, a run's warning), and the preparation of one pass (its scratch
+//! directory, the work-tree snapshot, the restriction).
+//!
+//! The OS part is the `planwire-sandbox` crate (`sandbox/` at the top of the repository): the
+//! policy types, Landlock, and entering the restriction between fork and exec. It is a crate of
+//! its own so that it cannot see the server: it knows nothing of planners or of the protocol,
+//! and these messages, which name `initializationOptions`, stay here. This module knows no
+//! planner either: the runner (`runner/sandboxed.rs`) joins what every pass may write
+//! ([`common`]) with the list of the planner's adapter (`planners::writable`) and hands it to
+//! [`prepare`].
 //!
 //! Planning is read-only because the kernel says so, not because the model behaves. Every
 //! planner process is started by [`crate::supervisor::spawn`]; when the sandbox is enforced,
-//! its [`SpawnSpec`](crate::supervisor::SpawnSpec) carries a [`Restriction`] built here, in the
-//! parent, and the child applies it between fork and exec (only `PR_SET_NO_NEW_PRIVS` and
-//! `landlock_restrict_self` run there: both are async-signal-safe syscalls). The restriction
-//! is inherited by everything the planner starts: hooks, MCP servers, plugins, its shells.
-//!
-//! The policy is data ([`policy`]): the planner may read and execute anywhere, and write only
-//! beneath the entries listed there, each with the reason it is needed. Everything else is
-//! refused with `EACCES`: the repository, a linked repository, the rest of `HOME`, `/tmp`.
-//! The network stays open (the CLIs need their model APIs).
+//! its [`SpawnSpec`](crate::supervisor::SpawnSpec) carries the pass's [`Restriction`], built
+//! in the parent, and the child enters it before exec. The restriction is inherited by
+//! everything the planner starts: hooks, MCP servers, plugins, its shells. The planner may read
+//! and execute anywhere and write only beneath its [`Writable`] entries; everything else is
+//! refused with `EACCES`: the repository, a linked repository, the rest of `HOME`, `/tmp`. The
+//! network stays open (the CLIs need their model APIs).
 //!
 //! Whether or not the OS enforces it, each pass also compares the work tree before and after
-//! ([`snapshot`]): what a sandbox could miss, and the only guard where there is none.
-//!
-//! One module per OS: `linux.rs` (Landlock, the `landlock` crate) and `unsupported.rs` (every
-//! other OS: `unavailable`). A macOS (Seatbelt) or Windows (AppContainer) port is one more
-//! file with the same three functions (`abi`, `build`, `enter`).
+//! ([`crate::worktree`]): what a sandbox could miss, and the only guard where there is none.
 //!
 //! ## Trying it by hand
 //!
 //! - `planwire doctor` prints the state (`enforced (Landlock ABI 7)` on a recent kernel).
-//! - `cargo test -p planwire --lib sandbox` runs a child and a grandchild under the policy:
-//!   their writes to a project root, `HOME` and `/tmp` fail with `EACCES`, reads and the scratch
-//!   directory work.
+//! - `cargo test -p planwire-sandbox` runs a child and a grandchild under a policy: their
+//!   writes to a project root, `HOME` and `/tmp` fail with `EACCES`, reads and the scratch
+//!   directory work (`sandbox/README.md` has a test by hand of the crate alone).
 //! - Plan a ticket whose description asks for `touch x` or `cat README.md > x` with any real
 //!   CLI: the transcript shows the CLI's shell failing with "Permission denied", and
 //!   `git status` in the root stays clean. While it runs, `grep NoNewPrivs /proc/PID/status`
@@ -32,42 +36,12 @@
 //! - `PLANWIRE_TEST_NO_LANDLOCK=1` (test-only) makes planwire behave as on a kernel without
 //!   Landlock: `auto` plans with a warning, `required` refuses.
 
-#[cfg(target_os = "linux")]
-mod linux;
-#[cfg(target_os = "linux")]
-use linux as os;
-#[cfg(not(target_os = "linux"))]
-mod unsupported;
-#[cfg(not(target_os = "linux"))]
-use unsupported as os;
-
-pub mod policy;
-pub mod snapshot;
-
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-pub use os::{enter, Restriction};
 use planwire_protocol::{SandboxMode, SandboxState};
-pub use policy::{Kind, Writable};
+use planwire_sandbox::{support, Restriction, Writable};
 
-use crate::planners::Tool;
-
-/// Test-only switch: set to `1`, planwire behaves as on a kernel without Landlock.
-pub const TEST_NO_LANDLOCK: &str = "PLANWIRE_TEST_NO_LANDLOCK";
-
-/// What the OS offers: `Ok(version)` (the Landlock ABI on Linux), or why there is no sandbox.
-pub fn support() -> &'static Result<u32, String> {
-    static SUPPORT: OnceLock<Result<u32, String>> = OnceLock::new();
-    SUPPORT.get_or_init(|| {
-        if std::env::var_os(TEST_NO_LANDLOCK).is_some_and(|v| v == "1") {
-            return Err(format!(
-                "{TEST_NO_LANDLOCK}=1 simulates a kernel without Landlock (test-only)"
-            ));
-        }
-        os::abi()
-    })
-}
+use crate::worktree;
 
 /// The state runs get under `mode` on this machine.
 pub fn state(mode: SandboxMode) -> SandboxState {
@@ -82,7 +56,7 @@ pub fn state(mode: SandboxMode) -> SandboxState {
 pub fn describe(mode: SandboxMode) -> String {
     match (state(mode), support()) {
         (SandboxState::Off, _) => "off (initializationOptions.sandbox is \"off\")".to_owned(),
-        (SandboxState::Enforced, Ok(v)) => format!("enforced ({} {v})", os::NAME),
+        (SandboxState::Enforced, Ok(support)) => format!("enforced ({support})"),
         (_, Err(why)) => format!("unavailable: {why}"),
         (_, Ok(_)) => "unavailable".to_owned(),
     }
@@ -120,6 +94,40 @@ pub fn warning(state: SandboxState, detail: Option<&str>) -> Option<String> {
 /// to refuse to serve inside a planner (`crate::mcp::inside_a_planner`).
 pub const SCRATCH_PREFIX: &str = "planwire-run-";
 
+/// A pass's private scratch directory (its `TMPDIR`), deleted with the pass.
+pub struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    pub fn new() -> Result<Scratch, String> {
+        use std::os::unix::fs::PermissionsExt;
+        tempfile::Builder::new()
+            .prefix(SCRATCH_PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map(Scratch)
+            .map_err(|e| format!("cannot make the run's scratch directory: {e}"))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// What every sandboxed pass may write, whatever its planner: `scratch` and `/dev`.
+pub fn common(scratch: &Path) -> Vec<Writable> {
+    vec![
+        Writable::dir(
+            scratch.to_owned(),
+            "the run's private scratch directory (TMPDIR, TMP, TEMP), deleted after the pass: \
+             shell snapshots and temporary files of the CLI and its tools",
+        ),
+        Writable::dir(
+            "/dev".into(),
+            "device files: /dev/null, /dev/tty and the terminals, /dev/shm (shared memory)",
+        ),
+    ]
+}
+
 /// One pass's sandbox, made before its process starts and kept until it has ended.
 pub struct Pass {
     pub state: SandboxState,
@@ -130,27 +138,21 @@ pub struct Pass {
     /// Why the sandbox is missing, when it could not be built although the OS has one.
     pub detail: Option<String>,
     /// Held, not read: deleted when the pass is dropped.
-    _scratch: tempfile::TempDir,
+    _scratch: Scratch,
     root: PathBuf,
-    before: Option<snapshot::Snapshot>,
+    before: Option<worktree::Snapshot>,
 }
 
-/// Prepares a pass of `tool` in `root`: the scratch directory, the work-tree snapshot and,
-/// when the sandbox is on and the OS has it, the restriction. `Err` only under `required`,
-/// when the restriction cannot be built.
-pub async fn prepare(mode: SandboxMode, tool: Tool, root: &Path) -> Result<Pass, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let scratch = tempfile::Builder::new()
-        .prefix(SCRATCH_PREFIX)
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .map_err(|e| format!("cannot make the run's scratch directory: {e}"))?;
-    let before = snapshot::take(root).await;
+/// Prepares a pass in `root` with `scratch` as its `TMPDIR`: the work-tree snapshot and, when
+/// the sandbox is on and the OS has it, the restriction that lets it write only beneath
+/// `writable` (which includes [`common`]). `Err` only under `required`, when the restriction
+/// cannot be built.
+pub async fn prepare(mode: SandboxMode, root: &Path, scratch: Scratch, writable: &[Writable]) -> Result<Pass, String> {
+    let before = worktree::take(root).await;
     let mut state = state(mode);
     let mut detail = None;
     let mut restriction = None;
     if state == SandboxState::Enforced {
-        let writable = policy::writable(tool, scratch.path(), &policy::Env::from_process());
         if let Some(w) = writable.iter().find(|w| root.starts_with(&w.path)) {
             // The work-tree check still sees what the planner changes there.
             tracing::warn!(
@@ -160,7 +162,7 @@ pub async fn prepare(mode: SandboxMode, tool: Tool, root: &Path) -> Result<Pass,
                 w.reason
             );
         }
-        match policy::create_missing(&writable).and_then(|()| os::build(&writable)) {
+        match planwire_sandbox::build(writable) {
             Ok(r) => restriction = Some(r),
             Err(e) if mode == SandboxMode::Required => return Err(format!("cannot build the sandbox: {e}")),
             Err(e) => {
@@ -190,8 +192,8 @@ impl Pass {
         let Some(before) = &self.before else {
             return Vec::new();
         };
-        match snapshot::take(&self.root).await {
-            Some(after) => snapshot::changes(before, &after),
+        match worktree::take(&self.root).await {
+            Some(after) => worktree::changes(before, &after),
             None => {
                 tracing::warn!(
                     "{}: the work tree could not be checked after the pass",
@@ -207,12 +209,28 @@ impl Pass {
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
+    use planwire_sandbox::Kind;
+
     use super::*;
+
+    async fn prepare_in(mode: SandboxMode, root: &Path) -> Result<Pass, String> {
+        let scratch = Scratch::new().unwrap();
+        let writable = common(scratch.path());
+        prepare(mode, root, scratch, &writable).await
+    }
+
+    #[test]
+    fn every_pass_may_write_its_scratch_directory_and_dev() {
+        let w = common(Path::new("/s"));
+        let paths: Vec<&Path> = w.iter().map(|w| w.path.as_path()).collect();
+        assert_eq!(paths, [Path::new("/s"), Path::new("/dev")]);
+        assert!(w.iter().all(|w| w.kind == Kind::Dir && !w.reason.is_empty()));
+    }
 
     #[tokio::test]
     async fn a_pass_gets_a_private_scratch_directory_deleted_after_it() {
         let root = tempfile::tempdir().unwrap();
-        let pass = prepare(SandboxMode::Off, Tool::Script, root.path()).await.unwrap();
+        let pass = prepare_in(SandboxMode::Off, root.path()).await.unwrap();
         assert_eq!(pass.state, SandboxState::Off);
         assert!(pass.restriction.is_none());
         let keys: Vec<&str> = pass.env.iter().map(|(k, _)| k.as_str()).collect();
@@ -231,7 +249,7 @@ mod tests {
             return;
         }
         let root = tempfile::tempdir().unwrap();
-        let pass = prepare(SandboxMode::Required, Tool::Script, root.path()).await.unwrap();
+        let pass = prepare_in(SandboxMode::Required, root.path()).await.unwrap();
         assert_eq!(pass.state, SandboxState::Enforced);
         assert!(pass.restriction.is_some());
         assert_eq!(warning(pass.state, None), None);

@@ -1,17 +1,19 @@
-//! Every OS but Linux, for now: no sandbox (`unavailable`). A port replaces this file with
-//! one of the same shape (Seatbelt on macOS, an AppContainer or restricted token on Windows).
+//! Every OS but Linux, for now: no sandbox ([`crate::support`] says so). A port adds a file
+//! of the same shape for its OS (Seatbelt on macOS, an AppContainer or restricted token on
+//! Windows) and takes its OS out of this one's `cfg` in `lib.rs`.
 
 use std::io;
 
-use super::policy::Writable;
+use crate::Writable;
 
-/// What [`super::describe`] calls the mechanism.
+/// The mechanism, as [`Support`](crate::Support) names it.
 pub const NAME: &str = "sandbox";
 
 /// Never built on this OS.
 #[derive(Debug, Clone)]
 pub enum Restriction {}
 
+/// Why there is none.
 pub fn abi() -> Result<u32, String> {
     Err(format!("planwire has no sandbox for {} yet", std::env::consts::OS))
 }
@@ -20,6 +22,7 @@ pub fn build(_writable: &[Writable]) -> Result<Restriction, String> {
     abi().map(|_| unreachable!())
 }
 
+/// Never called: there is no [`Restriction`] to enter.
 pub fn enter(r: &Restriction) -> io::Result<()> {
     match *r {}
 }

@@ -5,10 +5,10 @@
 //! `landlock` crate builds it in the parent (best effort: an older kernel enforces the rights
 //! it knows), and [`enter`] applies it in the child.
 //!
-//! Two Landlock rules matter to the planners: a Landlock domain may not mount (so a CLI's own
-//! bubblewrap sandbox cannot start inside it: Codex then runs without its inner sandbox, see
-//! the Codex adapter), and before ABI 3 `truncate(2)` is not controlled (the work-tree check
-//! still sees it).
+//! Two Landlock rules matter to what runs inside: a Landlock domain may not mount (so a CLI's
+//! own bubblewrap sandbox cannot start inside it: planwire's Codex adapter then turns Codex's
+//! off), and before ABI 3 `truncate(2)` is not controlled (planwire's work-tree check still
+//! sees it).
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use landlock::{AccessFs, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, ABI};
 
-use super::policy::{Kind, Writable};
+use crate::{Kind, Writable};
 
-/// What [`super::describe`] calls the mechanism.
+/// The mechanism, as [`Support`](crate::Support) names it.
 pub const NAME: &str = "Landlock ABI";
 
 /// The Landlock ABI whose rights the ruleset handles.
@@ -103,37 +103,38 @@ pub fn enter(r: &Restriction) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::process::CommandExt;
     use std::path::{Path, PathBuf};
-    use std::time::Duration;
 
-    use super::super::policy::{writable, Env};
     use super::*;
-    use crate::planners::Tool;
-    use crate::supervisor::{self, OutputLine, SpawnSpec};
 
-    /// Runs `script` under a restriction allowing the scratch directory and /dev, and returns
-    /// its stdout lines.
-    async fn run_sandboxed(scratch: &Path, cwd: &Path, script: &str) -> Vec<String> {
-        let policy = writable(Tool::Script, scratch, &Env::default());
-        let restriction = build(&policy).expect("Landlock ruleset");
-        let mut child = supervisor::spawn(SpawnSpec {
-            program: "/bin/sh".into(),
-            args: vec!["-c".into(), script.into()],
-            cwd: cwd.to_owned(),
-            env: vec![("TMPDIR".into(), scratch.display().to_string())],
-            stdin_pipe: false,
-            sandbox: Some(restriction),
-        })
-        .await
-        .unwrap();
-        let mut lines = Vec::new();
-        while let Ok(Some(OutputLine::Line(l))) =
-            tokio::time::timeout(Duration::from_secs(60), child.output.recv()).await
-        {
-            lines.push(l);
+    /// Runs `script` in `cwd` under a restriction allowing `scratch` (its TMPDIR), /dev and
+    /// `more`, and returns its stdout lines.
+    fn run_sandboxed_with(scratch: &Path, more: &[Writable], cwd: &Path, script: &str) -> Vec<String> {
+        let mut policy = vec![
+            Writable::dir(scratch.to_owned(), "scratch"),
+            Writable::dir("/dev".into(), "devices"),
+        ];
+        policy.extend_from_slice(more);
+        let restriction = crate::build(&policy).expect("Landlock ruleset");
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.args(["-c", script])
+            .current_dir(cwd)
+            .env("TMPDIR", scratch)
+            .stdin(std::process::Stdio::null());
+        // SAFETY: `enter` is two syscalls, nothing that allocates or locks.
+        unsafe {
+            cmd.pre_exec(move || enter(&restriction));
         }
-        child.wait().await.unwrap();
-        lines
+        let out = cmd.output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn run_sandboxed(scratch: &Path, cwd: &Path, script: &str) -> Vec<String> {
+        run_sandboxed_with(scratch, &[], cwd, script)
     }
 
     /// One line per path: `wrote P` or `denied P: <the shell's error>`.
@@ -148,7 +149,7 @@ mod tests {
 
     /// A scratch world (`repo/`, `home/`, `scratch/`), or `None` on a kernel without Landlock.
     fn world() -> Option<(tempfile::TempDir, PathBuf, PathBuf, PathBuf)> {
-        if abi().is_err() {
+        if crate::support().is_err() {
             eprintln!("skipped: no Landlock on this kernel");
             return None;
         }
@@ -160,8 +161,8 @@ mod tests {
         Some((t, root, home, scratch))
     }
 
-    #[tokio::test]
-    async fn a_child_writes_only_its_scratch_directory_and_reads_anywhere() {
+    #[test]
+    fn a_child_writes_only_its_scratch_directory_and_reads_anywhere() {
         let Some((_t, root, home, scratch)) = world() else {
             return;
         };
@@ -180,7 +181,7 @@ mod tests {
              echo x > \"$TMPDIR/via-tmpdir\" && echo tmpdir",
             writes = try_writes(&refs),
         );
-        let lines = run_sandboxed(&scratch, &root, &script).await;
+        let lines = run_sandboxed(&scratch, &root, &script);
         let _ = std::fs::remove_file(&tmp);
         let text = lines.join("\n");
         for p in &targets[..4] {
@@ -205,8 +206,8 @@ mod tests {
         assert!(!root.join("new.txt").exists() && !home.join(".bashrc").exists() && !tmp.exists());
     }
 
-    #[tokio::test]
-    async fn a_grandchild_is_bound_too() {
+    #[test]
+    fn a_grandchild_is_bound_too() {
         let Some((t, root, _home, scratch)) = world() else {
             return;
         };
@@ -216,7 +217,7 @@ mod tests {
         let writes = try_writes(&[&root.join("grandchild.txt"), &scratch.join("grandchild-ok.txt")]);
         std::fs::write(&inner, format!("{writes}\ngrep NoNewPrivs /proc/self/status\n")).unwrap();
         let script = format!("sh -c 'sh {}'", inner.display());
-        let lines = run_sandboxed(&scratch, &root, &script).await;
+        let lines = run_sandboxed(&scratch, &root, &script);
         let text = lines.join("\n");
         assert!(
             lines.iter().any(
@@ -234,5 +235,40 @@ mod tests {
             "{text}"
         );
         assert!(!root.join("grandchild.txt").exists());
+    }
+
+    #[test]
+    fn a_file_entry_is_written_in_place_and_nothing_beside_it() {
+        let Some((_t, root, home, scratch)) = world() else {
+            return;
+        };
+        // Made by `build`, as Claude Code's state file is.
+        let state = home.join("state.json");
+        let file = [Writable::file(state.clone(), "{}\n", "test")];
+        let script = format!(
+            "cat '{state}'; {writes}",
+            state = state.display(),
+            writes = try_writes(&[&state, &home.join("state.json.tmp")]),
+        );
+        let lines = run_sandboxed_with(&scratch, &file, &root, &script);
+        let text = lines.join("\n");
+        assert_eq!(lines.first().map(String::as_str), Some("{}"), "{text}");
+        assert!(lines.contains(&format!("wrote {}", state.display())), "{text}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("denied {}.tmp", state.display()))),
+            "{text}"
+        );
+        assert_eq!(std::fs::read_to_string(&state).unwrap(), "x\n");
+        assert!(!home.join("state.json.tmp").exists());
+    }
+
+    #[test]
+    fn support_names_the_landlock_abi() {
+        if let Ok(support) = crate::support() {
+            assert_eq!(support.to_string(), format!("Landlock ABI {}", support.version));
+            assert!(support.version >= 1);
+        }
     }
 }
