@@ -15,6 +15,7 @@ mod deltas;
 mod lifecycle;
 mod living;
 mod mcp;
+mod mcp_install;
 mod memory;
 mod planning;
 mod pressure;
