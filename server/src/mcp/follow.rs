@@ -389,7 +389,8 @@ async fn stream(
                     match (q.question.source, ticket) {
                         (QuestionSource::Plan, _) => plan_question = Some(q.question),
                         (QuestionSource::Live, Some(ticket)) if !call.cancelled() && asked.insert(q.question.id) => {
-                            if !live(mcp, call, ticket, &q.question).await? {
+                            let answered = live(mcp, call, ticket, &q.question).await?;
+                            if !answered {
                                 return Ok(Streamed::Waiting(q.question));
                             }
                         }

@@ -123,11 +123,13 @@ pub(super) async fn read(mcp: &Mcp, p: ReadResourceRequestParams) -> Result<Read
     Ok(ReadResourceResult::new(vec![contents]))
 }
 
+/// Subscribed URI → its ticket and the latest version it was told of.
+type Subscribed = Arc<Mutex<HashMap<String, (Uri, Option<u32>)>>>;
+
 /// The subscriptions of one client, and the task that watches them.
 #[derive(Default)]
 pub(super) struct Watch {
-    /// Subscribed URI → its ticket and the latest version it was told of.
-    subscribed: Arc<Mutex<HashMap<String, (Uri, Option<u32>)>>>,
+    subscribed: Subscribed,
     follow: Mutex<Option<mpsc::UnboundedSender<TicketId>>>,
 }
 
@@ -160,8 +162,6 @@ impl Watch {
         self.subscribed.lock().expect("subscribed").remove(&p.uri);
     }
 }
-
-type Subscribed = Arc<Mutex<HashMap<String, (Uri, Option<u32>)>>>;
 
 async fn watch(mcp: Weak<Mcp>, subscribed: Subscribed, mut follow: mpsc::UnboundedReceiver<TicketId>) {
     let Some(sub) = mcp.upgrade().map(|m| m.backend.subscribe(&[])) else {
