@@ -13,7 +13,6 @@
 //! the run is recorded, and only then does the prompt answer `cancelled`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
     ContentBlock, EmbeddedResourceResource, SessionInfoUpdate, SessionUpdate, StopReason,
@@ -32,9 +31,6 @@ use super::render::{self, Flow, RunStream};
 use super::session::Session;
 use super::{commands, invalid, Agent};
 use crate::transport::ResponseError;
-
-/// How long a resumed run that lost its session may take to be replaced by a fresh one.
-const FALLBACK_WAIT: Duration = Duration::from_secs(30);
 
 /// A prompt's text and embedded context.
 #[derive(Debug, Default, PartialEq)]
@@ -249,7 +245,7 @@ async fn follow(
         }
         if run_end.failure.as_ref().is_some_and(|f| f.code == "session_not_found") {
             // planwire starts the ticket afresh by itself: follow that run.
-            if let Some(next) = next_run(agent, &mut sub, ticket, run).await {
+            if let Some(next) = agent.backend.next_run(&mut sub, ticket, run).await {
                 run = next;
                 continue;
             }
@@ -499,26 +495,6 @@ async fn stop(agent: &Agent, ticket: Option<TicketId>, run: RunId) {
     if let Err(e) = agent.backend.call::<Stop>(params).await {
         tracing::warn!("cannot stop run {run}: {}", e.message);
     }
-}
-
-/// The run planwire started afresh after `after` lost its provider session.
-async fn next_run(agent: &Agent, sub: &mut Subscription, ticket: TicketId, after: RunId) -> Option<RunId> {
-    if let Ok(got) = agent.backend.call::<GetTicket>(TicketRef { ticket_id: ticket }).await {
-        if let Some(r) = got.runs.iter().find(|r| r.id > after) {
-            return Some(r.id);
-        }
-    }
-    let wait = async {
-        while let Some(note) = sub.recv().await {
-            if let Some(r) = note.params_of::<RunChanged>() {
-                if r.run.ticket_id == Some(ticket) && r.run.id > after {
-                    return Some(r.run.id);
-                }
-            }
-        }
-        None
-    };
-    tokio::time::timeout(FALLBACK_WAIT, wait).await.ok().flatten()
 }
 
 /// A plan's open question of `run` that is still open.

@@ -14,7 +14,6 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use planwire_protocol::{
     Answer, AnswerParams, AnswerQuestion, EventBody, Failure, GetRun, GetRunParams, GetTicket, ListPlans, Plan,
@@ -33,8 +32,6 @@ use super::Mcp;
 use crate::acp::backend::{Key, Subscription};
 use crate::transport::ResponseError;
 
-/// How long a resumed run that lost its session may take to be replaced by a fresh one.
-const FALLBACK_WAIT: Duration = Duration::from_secs(30);
 /// Longest progress message (characters).
 const MESSAGE_MAX: usize = 160;
 
@@ -199,14 +196,14 @@ pub(super) async fn follow(
         };
         if ended.failure.as_ref().is_some_and(|f| f.code == "session_not_found") {
             // planwire starts the ticket afresh by itself: follow that run.
-            if let Some(next) = next_run(mcp, &mut sub, ticket, run).await {
+            if let Some(next) = mcp.backend.next_run(&mut sub, ticket, run).await {
                 run = next;
                 continue;
             }
         }
         let question = match plan_question {
             Some(q) => Some(q),
-            None => open_plan_question(mcp, ticket, run).await,
+            None => open_question(mcp, ticket, run, QuestionSource::Plan).await,
         };
         if let (Some(q), true) = (question, mcp.elicits() && !call.cancelled()) {
             call.say("Waiting for your answer").await;
@@ -361,7 +358,7 @@ async fn stream(
     let mut stopping = false;
     if let Some(ticket) = ticket {
         // A live question asked before this call subscribed.
-        if let Some(q) = waiting_live(mcp, ticket, run).await {
+        if let Some(q) = open_question(mcp, ticket, run, QuestionSource::Live).await {
             asked.insert(q.id);
             if !live(mcp, call, ticket, &q).await? {
                 return Ok(Streamed::Waiting(q));
@@ -480,7 +477,8 @@ fn progress_of(body: &EventBody) -> Option<String> {
     }
 }
 
-async fn waiting_live(mcp: &Mcp, ticket: TicketId, run: RunId) -> Option<Question> {
+/// The ticket's open question of `source` asked in `run`, if any.
+async fn open_question(mcp: &Mcp, ticket: TicketId, run: RunId, source: QuestionSource) -> Option<Question> {
     let got = mcp
         .backend
         .call::<GetTicket>(TicketRef { ticket_id: ticket })
@@ -489,39 +487,7 @@ async fn waiting_live(mcp: &Mcp, ticket: TicketId, run: RunId) -> Option<Questio
     got.ticket
         .open_questions
         .into_iter()
-        .find(|q| q.run_id == run && q.source == QuestionSource::Live && q.status == QuestionStatus::Open)
-}
-
-async fn open_plan_question(mcp: &Mcp, ticket: TicketId, run: RunId) -> Option<Question> {
-    let got = mcp
-        .backend
-        .call::<GetTicket>(TicketRef { ticket_id: ticket })
-        .await
-        .ok()?;
-    got.ticket
-        .open_questions
-        .into_iter()
-        .find(|q| q.run_id == run && q.source == QuestionSource::Plan && q.status == QuestionStatus::Open)
-}
-
-/// The run planwire started after `after` lost its session.
-async fn next_run(mcp: &Mcp, sub: &mut Subscription, ticket: TicketId, after: RunId) -> Option<RunId> {
-    if let Ok(got) = mcp.backend.call::<GetTicket>(TicketRef { ticket_id: ticket }).await {
-        if let Some(r) = got.runs.iter().find(|r| r.id > after) {
-            return Some(r.id);
-        }
-    }
-    let wait = async {
-        while let Some(note) = sub.recv().await {
-            if let Some(r) = note.params_of::<RunChanged>() {
-                if r.run.ticket_id == Some(ticket) && r.run.id > after {
-                    return Some(r.run.id);
-                }
-            }
-        }
-        None
-    };
-    tokio::time::timeout(FALLBACK_WAIT, wait).await.ok().flatten()
+        .find(|q| q.run_id == run && q.source == source && q.status == QuestionStatus::Open)
 }
 
 /// `needs_input` while a live question waits.
