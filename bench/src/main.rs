@@ -277,19 +277,14 @@ fn startup(cfg: &Config, problems: &mut Problems) {
     sc.shutdown();
     let (mut times_ms, mut anon) = (Vec::new(), Vec::new());
     for _ in 0..n {
-        let (mut sc, t0) = Sidecar::spawn(&cfg.bin, &dir, Options { stamps: false });
-        let id = sc.request(
-            "initialize",
-            json!({"processId": std::process::id(), "capabilities": {},
-                   "initializationOptions": {"dbPath": db}}),
-        );
-        let (result, at) = sc.wait_response(id, Duration::from_secs(30));
-        if let Err(e) = result {
-            problems.add(format!("startup: initialize failed: {e}"));
-            return;
-        }
-        times_ms.push((at - t0) as f64 / 1e6);
-        sc.notify("initialized", json!({}));
+        let (sc, t) = match Sidecar::timed_start(&cfg.bin, &dir, &db) {
+            Ok(started) => started,
+            Err(e) => {
+                problems.add(format!("startup: initialize failed: {e}"));
+                return;
+            }
+        };
+        times_ms.push(t);
         std::thread::sleep(Duration::from_secs(1));
         anon.push(sc.status_field("RssAnon").unwrap_or(0) as f64);
         sc.shutdown();

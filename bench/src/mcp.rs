@@ -28,20 +28,16 @@ pub fn startup(cfg: &Config, problems: &mut Problems) {
     sc.shutdown();
     let (mut stdio_ms, mut mcp_ms) = (Vec::new(), Vec::new());
     for _ in 0..n {
-        let (mut sc, t0) = Sidecar::spawn(&cfg.bin, &dir, Options { stamps: false });
-        let id = sc.request(
-            "initialize",
-            json!({"processId": std::process::id(), "capabilities": {},
-                   "initializationOptions": {"dbPath": db}}),
-        );
-        let (result, at) = sc.wait_response(id, Duration::from_secs(30));
-        if let Err(e) = result {
-            problems.add(format!("mcp: --stdio initialize failed: {e}"));
-            return;
+        match Sidecar::timed_start(&cfg.bin, &dir, &db) {
+            Ok((sc, t)) => {
+                stdio_ms.push(t);
+                sc.shutdown();
+            }
+            Err(e) => {
+                problems.add(format!("mcp: --stdio initialize failed: {e}"));
+                return;
+            }
         }
-        stdio_ms.push((at - t0) as f64 / 1e6);
-        sc.notify("initialized", json!({}));
-        sc.shutdown();
         match mcp_initialize(&cfg.bin, &dir, &db) {
             Ok(t) => mcp_ms.push(t),
             Err(e) => {
