@@ -38,6 +38,16 @@ fn words(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// `command` followed by `args`, as JSON configs have them.
+fn command_and_args(s: &Value) -> Vec<String> {
+    let mut argv = vec![s["command"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no command: {s}"))
+        .to_owned()];
+    argv.extend(words(&s["args"]));
+    argv
+}
+
 /// Starts `argv` as a client would (`planwire` is the binary under test) and asks
 /// `initialize`; returns the result.
 fn starts_and_initializes(w: &World, argv: &[String]) -> Value {
@@ -93,9 +103,7 @@ fn mcp_install_snippets_parse_and_start_planwire_mcp() {
     let v: Value = serde_json::from_str(&body).unwrap();
     let s = &v["mcpServers"]["planwire"];
     assert_eq!(s["type"], "stdio");
-    let mut argv = vec![s["command"].as_str().unwrap().to_owned()];
-    argv.extend(words(&s["args"]));
-    starts_and_initializes(&w, &argv);
+    starts_and_initializes(&w, &command_and_args(s));
 
     // Codex: `[mcp_servers.planwire]` in config.toml, with a tool timeout a plan fits in.
     let (lang, body) = snippet(&text, "Codex, in `~/.codex/config.toml`");
@@ -119,18 +127,14 @@ fn mcp_install_snippets_parse_and_start_planwire_mcp() {
     let v: Value = serde_json::from_str(&body).unwrap();
     let s = &v["servers"]["planwire"];
     assert_eq!(s["type"], "stdio");
-    let mut argv = vec![s["command"].as_str().unwrap().to_owned()];
-    argv.extend(words(&s["args"]));
-    starts_and_initializes(&w, &argv);
+    starts_and_initializes(&w, &command_and_args(s));
 
     // Cursor: `mcpServers` in .cursor/mcp.json.
     let (lang, body) = snippet(&text, "Cursor, in `.cursor/mcp.json`");
     assert_eq!(lang, "json");
     let v: Value = serde_json::from_str(&body).unwrap();
     let s = &v["mcpServers"]["planwire"];
-    let mut argv = vec![s["command"].as_str().unwrap().to_owned()];
-    argv.extend(words(&s["args"]));
-    starts_and_initializes(&w, &argv);
+    starts_and_initializes(&w, &command_and_args(s));
 
     // OpenCode: the `mcp` key, a local server whose command is one list.
     let (lang, body) = snippet(&text, "OpenCode, the `mcp` key of `opencode.json`");

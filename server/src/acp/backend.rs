@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use planwire_protocol::{
-    ErrorCode, GetTicket, QuestionNotification, Request, RunChanged, RunId, TicketChanged, TicketId, TicketRef,
-    TranscriptNotification,
+    ErrorCode, GetTicket, QuestionNotification, Request, RunChanged, RunId, Stop, StopParams, TicketChanged, TicketId,
+    TicketRef, TranscriptNotification,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -144,6 +144,18 @@ impl Backend {
             None
         };
         tokio::time::timeout(FALLBACK_WAIT, wait).await.ok().flatten()
+    }
+
+    /// `planwire/stop` of a run (by its ticket when it has one); returns once its process
+    /// group is gone. A failure is logged: the run's end says what happened.
+    pub async fn stop(&self, ticket: Option<TicketId>, run: RunId) {
+        let params = StopParams {
+            ticket_id: ticket,
+            run_id: ticket.is_none().then_some(run),
+        };
+        if let Err(e) = self.call::<Stop>(params).await {
+            tracing::warn!("cannot stop run {run}: {}", e.message);
+        }
     }
 
     /// `shutdown` (every run this process drives is stopped and recorded), then `exit`.

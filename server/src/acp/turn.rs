@@ -20,8 +20,8 @@ use agent_client_protocol_schema::v1::{
 use planwire_protocol::{
     AnswerParams, AnswerQuestion, CreateTicket, CreateTicketParams, DeleteTicket, DeltaKind, DeltaNotification,
     ErrorCode, GetRun, GetRunParams, GetTicket, GetTranscript, GetTranscriptParams, PlanParams, Question,
-    QuestionNotification, QuestionSource, QuestionStatus, Run, RunChanged, RunId, RunStatus, StartPlan, Stop,
-    StopParams, TicketId, TicketRef, TicketStatus, TranscriptNotification,
+    QuestionNotification, QuestionSource, QuestionStatus, Run, RunChanged, RunId, RunStatus, StartPlan, TicketId,
+    TicketRef, TicketStatus, TranscriptNotification,
 };
 use tokio::sync::watch;
 
@@ -355,7 +355,7 @@ pub(super) async fn stream_run(
             }
             _ = cancel.changed(), if !stopping => {
                 stopping = true;
-                stop(agent, ticket, run).await;
+                agent.backend.stop(ticket, run).await;
             }
         }
     }
@@ -390,7 +390,7 @@ async fn live(
         o = ask::ask(agent, &sid, q) => o,
         // A cancel while the person is asked: the caller stops the run.
         _ = cancel.changed() => {
-            stop(agent, Some(ticket), q.run_id).await;
+            agent.backend.stop(Some(ticket), q.run_id).await;
             return Ok(false);
         }
     };
@@ -477,23 +477,6 @@ pub(super) async fn catch_up(agent: &Agent, sid: &str, stream: &mut RunStream) {
         if page.events.is_empty() || stream.last_seq >= page.last_seq || stream.last_seq == before {
             return;
         }
-    }
-}
-
-/// Stops a run (by its ticket when it has one); returns once its group is gone.
-async fn stop(agent: &Agent, ticket: Option<TicketId>, run: RunId) {
-    let params = match ticket {
-        Some(t) => StopParams {
-            ticket_id: Some(t),
-            run_id: None,
-        },
-        None => StopParams {
-            ticket_id: None,
-            run_id: Some(run),
-        },
-    };
-    if let Err(e) = agent.backend.call::<Stop>(params).await {
-        tracing::warn!("cannot stop run {run}: {}", e.message);
     }
 }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use planwire_protocol::{
     Answer, AnswerParams, AnswerQuestion, EventBody, Failure, GetRun, GetRunParams, GetTicket, ListPlans, Plan,
     Question, QuestionNotification, QuestionSource, QuestionStatus, ReadonlyViolation, Run, RunChanged, RunId,
-    RunStatus, Stop, StopParams, SubagentPhase, TicketId, TicketRef, TranscriptNotification,
+    RunStatus, SubagentPhase, TicketId, TicketRef, TranscriptNotification,
 };
 use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};
 use schemars::JsonSchema;
@@ -401,7 +401,7 @@ async fn stream(
             }
             _ = cancelled(&mut cancel), if !stopping => {
                 stopping = true;
-                stop(mcp, ticket, run).await;
+                mcp.backend.stop(ticket, run).await;
             }
         }
     }
@@ -419,7 +419,7 @@ async fn live(mcp: &Arc<Mcp>, call: &mut Call, ticket: TicketId, q: &Question) -
         a = with_input(call, ask::ask(mcp, call.task.as_ref(), q)) => a,
         // A cancel while the person is asked: the run stops, and its end is followed.
         _ = cancelled(&mut cancel) => {
-            stop(mcp, Some(ticket), q.run_id).await;
+            mcp.backend.stop(Some(ticket), q.run_id).await;
             return Ok(true);
         }
     };
@@ -439,23 +439,6 @@ async fn live(mcp: &Arc<Mcp>, call: &mut Call, ticket: TicketId, q: &Question) -
     })
     .await;
     Ok(true)
-}
-
-/// `planwire/stop`: returns once the run's process group is gone.
-async fn stop(mcp: &Mcp, ticket: Option<TicketId>, run: RunId) {
-    let params = match ticket {
-        Some(t) => StopParams {
-            ticket_id: Some(t),
-            run_id: None,
-        },
-        None => StopParams {
-            ticket_id: None,
-            run_id: Some(run),
-        },
-    };
-    if let Err(e) = mcp.backend.call::<Stop>(params).await {
-        tracing::warn!("stopping run {run}: {}", e.message);
-    }
 }
 
 /// What a transcript event says as progress: the phase (the planner's session started, the
