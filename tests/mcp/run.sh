@@ -12,22 +12,32 @@ NODE_CACHE="$REPO/.cache/mcp-sdk"
 PY_CACHE="$REPO/.cache/mcp-py"
 export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 
-if ! cmp -s "$HERE/package.json" "$NODE_CACHE/package.json" || [[ ! -d "$NODE_CACHE/node_modules/@modelcontextprotocol/sdk" ]]; then
-  echo "[mcp] installing the npm packages of tests/mcp/package.json into $NODE_CACHE"
-  rm -rf "$NODE_CACHE"; mkdir -p "$NODE_CACHE"
-  cp "$HERE/package.json" "$NODE_CACHE/package.json"
-  (cd "$NODE_CACHE" && npm install --no-save --no-package-lock --loglevel=error </dev/null)
-fi
+install_node() {
+  if ! cmp -s "$HERE/package.json" "$NODE_CACHE/package.json" || [[ ! -d "$NODE_CACHE/node_modules/@modelcontextprotocol/sdk" ]]; then
+    echo "[mcp] installing the npm packages of tests/mcp/package.json into $NODE_CACHE"
+    rm -rf "$NODE_CACHE"; mkdir -p "$NODE_CACHE"
+    cp "$HERE/package.json" "$NODE_CACHE/package.json"
+    (cd "$NODE_CACHE" && npm install --no-save --no-package-lock --loglevel=error </dev/null)
+  fi
+}
+
+install_python() {
+  if ! cmp -s "$HERE/requirements.txt" "$PY_CACHE/requirements.txt" || [[ ! -x "$PY_CACHE/bin/python" ]]; then
+    echo "[mcp] installing tests/mcp/requirements.txt into the venv $PY_CACHE"
+    rm -rf "$PY_CACHE"
+    python3 -m venv "$PY_CACHE"
+    "$PY_CACHE/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt" </dev/null
+    cp "$HERE/requirements.txt" "$PY_CACHE/requirements.txt"
+  fi
+}
+
+# Both installs mostly wait on their registries: side by side, a fresh one takes about a minute.
+install_node &
+node_install=$!
+install_python
+wait "$node_install"
 # ESM resolves packages next to the importing file: link the cached install in (gitignored).
 ln -sfn "$NODE_CACHE/node_modules" "$HERE/node_modules"
-
-if ! cmp -s "$HERE/requirements.txt" "$PY_CACHE/requirements.txt" || [[ ! -x "$PY_CACHE/bin/python" ]]; then
-  echo "[mcp] installing tests/mcp/requirements.txt into the venv $PY_CACHE"
-  rm -rf "$PY_CACHE"
-  python3 -m venv "$PY_CACHE"
-  "$PY_CACHE/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt" </dev/null
-  cp "$HERE/requirements.txt" "$PY_CACHE/requirements.txt"
-fi
 
 if [[ -z "${PLANWIRE_BIN:-}" ]]; then
   (cd "$REPO" && cargo build -q -p planwire)
