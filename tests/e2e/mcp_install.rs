@@ -10,14 +10,14 @@ use serde_json::{json, Value};
 
 use crate::harness::*;
 
-fn readme() -> String {
+pub fn readme() -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
     std::fs::read_to_string(path).expect("README.md")
 }
 
 /// The body of the first fenced block after the first line that contains `marker`, and the
 /// block's language.
-fn snippet(readme: &str, marker: &str) -> (String, String) {
+pub fn snippet(readme: &str, marker: &str) -> (String, String) {
     let start = readme
         .find(marker)
         .unwrap_or_else(|| panic!("README.md has no {marker:?}"));

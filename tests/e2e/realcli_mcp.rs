@@ -12,6 +12,8 @@
 //!   planner planwire starts may start it, but `planwire mcp` refuses to serve inside a pass,
 //!   so none of planwire's tools reaches the model. A control server (the same binary, told
 //!   nothing of the pass) shows that a user's server's tools do reach the model there.
+//! - The real Codex reads the README's `config.toml` snippet as a server `planwire mcp` with the
+//!   tool timeout a plan needs.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -343,4 +345,34 @@ fn realcli_mcp_a_users_claude_servers_never_start_in_the_planner() {
     let offered = offered_tools(&mock, |_| true);
     assert!(!offered.contains("mcp__"), "{offered}");
     assert_eq!((starts(&planwire_log), starts(&control_log)), (0, 0));
+}
+
+#[test]
+#[ignore = "needs the real CLIs: tests/realcli/install.sh"]
+fn realcli_mcp_the_real_codex_reads_the_readmes_snippet() {
+    let w = World::new();
+    let (_, body) = crate::mcp_install::snippet(&crate::mcp_install::readme(), "Codex, in `~/.codex/config.toml`");
+    let home = w.path("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("config.toml"), body).unwrap();
+    let out = Command::new(cli("CODEX_BIN"))
+        .args(["mcp", "list", "--json"])
+        .env("CODEX_HOME", &home)
+        .env("HOME", w.path("home"))
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let planwire = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "planwire")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(planwire["enabled"], true, "{planwire}");
+    assert_eq!(planwire["transport"]["command"], "planwire", "{planwire}");
+    assert_eq!(planwire["transport"]["args"], json!(["mcp"]), "{planwire}");
+    assert_eq!(planwire["tool_timeout_sec"].as_f64(), Some(1800.0), "{planwire}");
 }
