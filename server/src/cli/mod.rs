@@ -127,10 +127,11 @@ pub struct ExportArgs {
 
 #[derive(Args)]
 pub struct AcpArgs {
-    /// The planner of new sessions (a session's `planner` option changes it).
+    /// The planner of new sessions (`acp`) or tickets (`mcp`); a session's `planner` option or
+    /// a `create_ticket` call's `tool` changes it.
     #[arg(long, value_name = "TOOL")]
     pub tool: Option<String>,
-    /// The model of new sessions; for `script`, the script.
+    /// The model of new sessions or tickets; for `script`, the script.
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
     #[command(flatten)]
