@@ -63,6 +63,7 @@ package_crates() {
 }
 step "cargo package" package_crates
 step "planwire acp (official ACP SDK client)" bash tests/acp/run.sh
+step "planwire mcp (official MCP SDK clients: TypeScript and Python)" bash tests/mcp/run.sh
 # libFuzzer over every parser, a fixed time each (installs the pinned cargo-fuzz into
 # .cache/cargo-fuzz; needs the nightly toolchain). See fuzz/README.md. It is CPU-bound and the
 # real-CLI tier mostly waits on its CLIs and the mock, so the two run side by side; the fuzz

@@ -338,6 +338,21 @@ impl Sidecar {
         }
     }
 
+    /// A fresh sidecar on `db`, timed from just before the spawn to its `initialize` response
+    /// (in ms); `initialized` is sent after the clock stops.
+    pub fn timed_start(bin: &Path, dir: &Path, db: &Path) -> Result<(Sidecar, f64), String> {
+        let (mut sc, t0) = Sidecar::spawn(bin, dir, Options { stamps: false });
+        let id = sc.request(
+            "initialize",
+            json!({"processId": std::process::id(), "capabilities": {},
+                   "initializationOptions": {"dbPath": db}}),
+        );
+        let (result, at) = sc.wait_response(id, Duration::from_secs(30));
+        result?;
+        sc.notify("initialized", json!({}));
+        Ok((sc, (at - t0) as f64 / 1e6))
+    }
+
     pub fn initialize(&mut self, db: &Path) -> Value {
         let r = self.call(
             "initialize",

@@ -6,13 +6,14 @@
 //! cargo run --release -p planwire-bench -- soak [--minutes 30] [--plans 50] [--seed N]
 //! ```
 //!
-//! Scenarios: startup, throughput (with disk), latency, concurrency, queries, memory (RSS
+//! Scenarios: startup, mcp (`planwire mcp`'s initialize against `--stdio`'s), throughput (with disk), latency, concurrency, queries, memory (RSS
 //! against the stream's length); `soak` is a mode of its own (see `soak.rs`). Every figure is
 //! printed as the median and the spread (min–max) of several runs, next to its target. The
 //! exit code is 1 only when an event was lost, repeated or reordered, or a run failed: never
 //! because of timing, so a `--quick` smoke run cannot fail on a slow machine.
 
 mod client;
+mod mcp;
 mod soak;
 mod stats;
 mod stream;
@@ -71,7 +72,7 @@ impl Problems {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: planwire-bench [--quick] [--bin PATH] [--only startup,throughput,latency,concurrency,queries,memory] [--runs N] [--cache DIR] [--keep]\n       planwire-bench soak [--minutes 30] [--plans 50] [--seed N] [--bin PATH]"
+        "usage: planwire-bench [--quick] [--bin PATH] [--only startup,mcp,throughput,latency,concurrency,queries,memory] [--runs N] [--cache DIR] [--keep]\n       planwire-bench soak [--minutes 30] [--plans 50] [--seed N] [--bin PATH]"
     );
     std::process::exit(2)
 }
@@ -125,6 +126,9 @@ fn main() {
     let started = Instant::now();
     if cfg.wants("startup") {
         startup(&cfg, &mut problems);
+    }
+    if cfg.wants("mcp") {
+        mcp::startup(&cfg, &mut problems);
     }
     if cfg.wants("throughput") {
         throughput(&cfg, &mut problems);
@@ -273,19 +277,14 @@ fn startup(cfg: &Config, problems: &mut Problems) {
     sc.shutdown();
     let (mut times_ms, mut anon) = (Vec::new(), Vec::new());
     for _ in 0..n {
-        let (mut sc, t0) = Sidecar::spawn(&cfg.bin, &dir, Options { stamps: false });
-        let id = sc.request(
-            "initialize",
-            json!({"processId": std::process::id(), "capabilities": {},
-                   "initializationOptions": {"dbPath": db}}),
-        );
-        let (result, at) = sc.wait_response(id, Duration::from_secs(30));
-        if let Err(e) = result {
-            problems.add(format!("startup: initialize failed: {e}"));
-            return;
-        }
-        times_ms.push((at - t0) as f64 / 1e6);
-        sc.notify("initialized", json!({}));
+        let (sc, t) = match Sidecar::timed_start(&cfg.bin, &dir, &db) {
+            Ok(started) => started,
+            Err(e) => {
+                problems.add(format!("startup: initialize failed: {e}"));
+                return;
+            }
+        };
+        times_ms.push(t);
         std::thread::sleep(Duration::from_secs(1));
         anon.push(sc.status_field("RssAnon").unwrap_or(0) as f64);
         sc.shutdown();

@@ -4,8 +4,8 @@
 //! `transport` frames JSON-RPC, `server` runs the lifecycle and hands each request to its
 //! file under `handlers`, and the `runner` drives one planner process through the
 //! `supervisor` (inside the OS sandbox: the `planwire-sandbox` crate, prepared for each pass
-//! by `sandbox`), recording everything in the `store`. `acp` is planwire as an ACP agent: a
-//! front that is a client of the same server, in-process.
+//! by `sandbox`), recording everything in the `store`. `acp` is planwire as an ACP agent and
+//! `mcp` planwire as an MCP server: fronts that are clients of the same server, in-process.
 
 pub mod acp;
 pub mod cli;
@@ -13,6 +13,7 @@ pub mod config;
 pub mod context;
 pub mod fuzzing;
 pub mod handlers;
+pub mod mcp;
 pub mod planners;
 pub mod progress;
 pub mod runner;

@@ -90,6 +90,10 @@ pub fn warning(state: SandboxState, detail: Option<&str>) -> Option<String> {
     ))
 }
 
+/// The name of every pass's scratch directory (its `TMPDIR`) starts so; `planwire mcp` reads it
+/// to refuse to serve inside a planner (`crate::mcp::inside_a_planner`).
+pub const SCRATCH_PREFIX: &str = "planwire-run-";
+
 /// A pass's private scratch directory (its `TMPDIR`), deleted with the pass.
 pub struct Scratch(tempfile::TempDir);
 
@@ -97,7 +101,7 @@ impl Scratch {
     pub fn new() -> Result<Scratch, String> {
         use std::os::unix::fs::PermissionsExt;
         tempfile::Builder::new()
-            .prefix("planwire-run-")
+            .prefix(SCRATCH_PREFIX)
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map(Scratch)

@@ -139,8 +139,8 @@ fn claude_runs_in_plan_mode_and_a_hostile_description_is_only_text() {
         .unwrap();
     s.wait_planned(ticket);
     let argv = recorded_argv(&w);
-    let mode = "-p --input-format stream-json --output-format stream-json --verbose --permission-mode plan --permission-prompt-tool stdio";
-    assert_eq!(argv[..10].join(" "), mode);
+    let mode = r#"-p --strict-mcp-config --mcp-config {"mcpServers":{}} --input-format stream-json --output-format stream-json --verbose --permission-mode plan --permission-prompt-tool stdio"#;
+    assert_eq!(argv[..13].join(" "), mode);
     assert!(argv.windows(2).any(|p| p == ["--model", "sonnet"]), "{argv:?}");
     // The prompt never touches argv: it travels as a stream-json user message on stdin.
     assert!(

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use planwire_protocol::{
-    ErrorCode, QuestionNotification, Request, RunChanged, RunId, TicketChanged, TicketId, TranscriptNotification,
+    ErrorCode, GetTicket, QuestionNotification, Request, RunChanged, RunId, Stop, StopParams, TicketChanged, TicketId,
+    TicketRef, TranscriptNotification,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -23,6 +24,8 @@ use tokio::task::JoinHandle;
 use crate::cli::client::{initialize_params, InProcess, Note};
 use crate::transport::{Incoming, Outbox, ReaderEvent, ResponseError};
 
+/// How long a resumed run that lost its session may take to be replaced by a fresh one.
+const FALLBACK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Notifications a subscription may hold before the router waits for it.
 const SUBSCRIPTION_QUEUE: usize = 1024;
 
@@ -119,6 +122,39 @@ impl Backend {
             id,
             rx,
             subscribers: self.subscribers.clone(),
+        }
+    }
+
+    /// The run planwire started afresh after `after` lost its provider session (it does so by
+    /// itself), as `sub` (which follows the ticket) hears of it; `None` after [`FALLBACK_WAIT`].
+    pub async fn next_run(&self, sub: &mut Subscription, ticket: TicketId, after: RunId) -> Option<RunId> {
+        if let Ok(got) = self.call::<GetTicket>(TicketRef { ticket_id: ticket }).await {
+            if let Some(r) = got.runs.iter().find(|r| r.id > after) {
+                return Some(r.id);
+            }
+        }
+        let wait = async {
+            while let Some(note) = sub.recv().await {
+                if let Some(r) = note.params_of::<RunChanged>() {
+                    if r.run.ticket_id == Some(ticket) && r.run.id > after {
+                        return Some(r.run.id);
+                    }
+                }
+            }
+            None
+        };
+        tokio::time::timeout(FALLBACK_WAIT, wait).await.ok().flatten()
+    }
+
+    /// `planwire/stop` of a run (by its ticket when it has one); returns once its process
+    /// group is gone. A failure is logged: the run's end says what happened.
+    pub async fn stop(&self, ticket: Option<TicketId>, run: RunId) {
+        let params = StopParams {
+            ticket_id: ticket,
+            run_id: ticket.is_none().then_some(run),
+        };
+        if let Err(e) = self.call::<Stop>(params).await {
+            tracing::warn!("cannot stop run {run}: {}", e.message);
         }
     }
 

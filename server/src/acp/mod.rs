@@ -11,7 +11,7 @@
 //! validates against the stable schema: unstable updates are never sent.
 
 mod ask;
-mod backend;
+pub(crate) mod backend;
 mod commands;
 mod history;
 mod render;

@@ -13,7 +13,6 @@
 //! the run is recorded, and only then does the prompt answer `cancelled`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
     ContentBlock, EmbeddedResourceResource, SessionInfoUpdate, SessionUpdate, StopReason,
@@ -21,8 +20,8 @@ use agent_client_protocol_schema::v1::{
 use planwire_protocol::{
     AnswerParams, AnswerQuestion, CreateTicket, CreateTicketParams, DeleteTicket, DeltaKind, DeltaNotification,
     ErrorCode, GetRun, GetRunParams, GetTicket, GetTranscript, GetTranscriptParams, PlanParams, Question,
-    QuestionNotification, QuestionSource, QuestionStatus, Run, RunChanged, RunId, RunStatus, StartPlan, Stop,
-    StopParams, TicketId, TicketRef, TicketStatus, TranscriptNotification,
+    QuestionNotification, QuestionSource, QuestionStatus, Run, RunChanged, RunId, RunStatus, StartPlan, TicketId,
+    TicketRef, TicketStatus, TranscriptNotification,
 };
 use tokio::sync::watch;
 
@@ -32,9 +31,6 @@ use super::render::{self, Flow, RunStream};
 use super::session::Session;
 use super::{commands, invalid, Agent};
 use crate::transport::ResponseError;
-
-/// How long a resumed run that lost its session may take to be replaced by a fresh one.
-const FALLBACK_WAIT: Duration = Duration::from_secs(30);
 
 /// A prompt's text and embedded context.
 #[derive(Debug, Default, PartialEq)]
@@ -249,7 +245,7 @@ async fn follow(
         }
         if run_end.failure.as_ref().is_some_and(|f| f.code == "session_not_found") {
             // planwire starts the ticket afresh by itself: follow that run.
-            if let Some(next) = next_run(agent, &mut sub, ticket, run).await {
+            if let Some(next) = agent.backend.next_run(&mut sub, ticket, run).await {
                 run = next;
                 continue;
             }
@@ -359,7 +355,7 @@ pub(super) async fn stream_run(
             }
             _ = cancel.changed(), if !stopping => {
                 stopping = true;
-                stop(agent, ticket, run).await;
+                agent.backend.stop(ticket, run).await;
             }
         }
     }
@@ -394,7 +390,7 @@ async fn live(
         o = ask::ask(agent, &sid, q) => o,
         // A cancel while the person is asked: the caller stops the run.
         _ = cancel.changed() => {
-            stop(agent, Some(ticket), q.run_id).await;
+            agent.backend.stop(Some(ticket), q.run_id).await;
             return Ok(false);
         }
     };
@@ -482,43 +478,6 @@ pub(super) async fn catch_up(agent: &Agent, sid: &str, stream: &mut RunStream) {
             return;
         }
     }
-}
-
-/// Stops a run (by its ticket when it has one); returns once its group is gone.
-async fn stop(agent: &Agent, ticket: Option<TicketId>, run: RunId) {
-    let params = match ticket {
-        Some(t) => StopParams {
-            ticket_id: Some(t),
-            run_id: None,
-        },
-        None => StopParams {
-            ticket_id: None,
-            run_id: Some(run),
-        },
-    };
-    if let Err(e) = agent.backend.call::<Stop>(params).await {
-        tracing::warn!("cannot stop run {run}: {}", e.message);
-    }
-}
-
-/// The run planwire started afresh after `after` lost its provider session.
-async fn next_run(agent: &Agent, sub: &mut Subscription, ticket: TicketId, after: RunId) -> Option<RunId> {
-    if let Ok(got) = agent.backend.call::<GetTicket>(TicketRef { ticket_id: ticket }).await {
-        if let Some(r) = got.runs.iter().find(|r| r.id > after) {
-            return Some(r.id);
-        }
-    }
-    let wait = async {
-        while let Some(note) = sub.recv().await {
-            if let Some(r) = note.params_of::<RunChanged>() {
-                if r.run.ticket_id == Some(ticket) && r.run.id > after {
-                    return Some(r.run.id);
-                }
-            }
-        }
-        None
-    };
-    tokio::time::timeout(FALLBACK_WAIT, wait).await.ok().flatten()
 }
 
 /// A plan's open question of `run` that is still open.

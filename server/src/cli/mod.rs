@@ -1,5 +1,5 @@
-//! The terminal front: `planwire plan`, `tickets`, `show`, `export`, `doctor`, and `acp`
-//! (the ACP agent on stdio, `crate::acp`).
+//! The terminal front: `planwire plan`, `tickets`, `show`, `export`, `doctor`, `acp` (the
+//! ACP agent on stdio, `crate::acp`) and `mcp` (the MCP server on stdio, `crate::mcp`).
 //!
 //! `plan`, `tickets`, `show` and `export` run the server in-process ([`client::Client`]) and speak the
 //! protocol to it, so a terminal plan takes the same path as an editor's (handlers, runner,
@@ -33,6 +33,9 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Serve the Agent Client Protocol on stdin/stdout (for Zed, JetBrains, Emacs, Neovim).
     Acp(AcpArgs),
+    /// Serve the Model Context Protocol on stdin/stdout (for Claude Code, Codex, Copilot,
+    /// Cursor, OpenCode): plan tickets as tools, plans as resources.
+    Mcp(AcpArgs),
 }
 
 #[derive(Args)]
@@ -124,10 +127,11 @@ pub struct ExportArgs {
 
 #[derive(Args)]
 pub struct AcpArgs {
-    /// The planner of new sessions (a session's `planner` option changes it).
+    /// The planner of new sessions (`acp`) or tickets (`mcp`); a session's `planner` option or
+    /// a `create_ticket` call's `tool` changes it.
     #[arg(long, value_name = "TOOL")]
     pub tool: Option<String>,
-    /// The model of new sessions; for `script`, the script.
+    /// The model of new sessions or tickets; for `script`, the script.
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
     #[command(flatten)]
@@ -229,6 +233,18 @@ pub fn run(command: Command, log: LogSetting) -> i32 {
                         acp_agents,
                     };
                     crate::acp::serve_stdio(options).await
+                }
+                Err(e) => fail(e),
+            },
+            Command::Mcp(args) => match args.agents.options() {
+                Ok(acp_agents) => {
+                    let options = crate::mcp::Options {
+                        db: Some(args.db.path()),
+                        tool: args.tool,
+                        model: args.model,
+                        acp_agents,
+                    };
+                    crate::mcp::serve_stdio(options).await
                 }
                 Err(e) => fail(e),
             },

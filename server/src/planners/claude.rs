@@ -747,9 +747,18 @@ impl LineParser for ClaudeParser {
     }
 }
 
+/// `--strict-mcp-config --mcp-config {"mcpServers":{}}`: the planner starts no MCP server at
+/// all. `--setting-sources user` keeps a repository's `.mcp.json` out but not the servers a
+/// user added (`claude mcp add`, in `~/.claude.json`, user or local scope), and one of those
+/// may be `planwire mcp` itself: a plan must never reach planwire's own tools (no recursion),
+/// nor any other server the planner's sandbox would have to contain. `--mcp-config` takes
+/// several values, so a flag must follow it (never the prompt).
+const NO_MCP_SERVERS: [&str; 3] = ["--strict-mcp-config", "--mcp-config", r#"{"mcpServers":{}}"#];
+
 /// The argv (without the program) of a plan run:
-/// `-p --output-format stream-json --verbose --permission-mode plan --setting-sources user [--model M]
-/// [--resume S | --session-id UUID] PROMPT`. `resume` wins over `session_id` when both are
+/// `-p --strict-mcp-config --mcp-config {"mcpServers":{}} --output-format stream-json --verbose
+/// --permission-mode plan --setting-sources user [--model M] [--resume S | --session-id UUID]
+/// PROMPT`. `resume` wins over `session_id` when both are
 /// given. A model or id that is empty, starts with `-` or holds control characters is left
 /// out (it could be read as a flag). The prompt must start with fixed preamble text (see
 /// `prompt.rs`), never with `-`; it is passed as one argument, never through a shell.
@@ -758,19 +767,20 @@ pub fn argv(model: Option<&str>, resume: Option<&str>, session_id: Option<&str>,
         !prompt.starts_with('-'),
         "a planner prompt must start with its fixed preamble, never with '-'"
     );
-    let mut args: Vec<String> = [
-        "-p",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--permission-mode",
-        "plan",
-        "--setting-sources",
-        "user",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut args: Vec<String> = ["-p"]
+        .into_iter()
+        .chain(NO_MCP_SERVERS)
+        .chain([
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "plan",
+            "--setting-sources",
+            "user",
+        ])
+        .map(|s| s.to_string())
+        .collect();
     if let Some(model) = model.filter(|m| flag_value_ok(m)) {
         args.push("--model".to_string());
         args.push(model.to_string());
@@ -960,27 +970,28 @@ pub fn classify(status: Option<i64>, codes: &[Option<&str>], text: &str) -> Erro
 /// writes or executes (`control_request` / `can_use_tool`). It is the only mode in which a
 /// question can reach the person mid-run. The prompt never appears in argv.
 pub fn interactive_argv(model: Option<&str>, resume: Option<&str>) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "-p",
-        "--input-format",
-        "stream-json",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--permission-mode",
-        "plan",
-        "--permission-prompt-tool",
-        "stdio",
-        "--include-partial-messages",
-        // Only the user's settings: a repository's .claude/settings*.json (hooks, permission
-        // rules, MCP servers, env, helpers) and its .mcp.json stay out. CLAUDE.md goes too:
-        // planwire adds it to the prompt itself (planners/instructions.rs).
-        "--setting-sources",
-        "user",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut args: Vec<String> = ["-p"]
+        .into_iter()
+        .chain(NO_MCP_SERVERS)
+        .chain([
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "plan",
+            "--permission-prompt-tool",
+            "stdio",
+            "--include-partial-messages",
+            // Only the user's settings: a repository's .claude/settings*.json (hooks, permission
+            // rules, MCP servers, env, helpers) and its .mcp.json stay out. CLAUDE.md goes too:
+            // planwire adds it to the prompt itself (planners/instructions.rs).
+            "--setting-sources",
+            "user",
+        ])
+        .map(|s| s.to_string())
+        .collect();
     if let Some(model) = model.filter(|m| flag_value_ok(m)) {
         args.extend(["--model".to_string(), model.to_string()]);
     }
@@ -1976,6 +1987,9 @@ mod tests {
     fn argv_shapes() {
         let base = [
             "-p",
+            "--strict-mcp-config",
+            "--mcp-config",
+            r#"{"mcpServers":{}}"#,
             "--output-format",
             "stream-json",
             "--verbose",
@@ -2006,6 +2020,17 @@ mod tests {
     }
 
     #[test]
+    fn no_mcp_server_reaches_a_planner_and_a_flag_follows_the_config() {
+        let interactive = interactive_argv(Some("opus"), Some("sess-1"));
+        for args in [interactive, argv(None, None, None, "Plan it")] {
+            let at = args.iter().position(|a| a == "--mcp-config").unwrap();
+            assert_eq!(args[at - 1], "--strict-mcp-config");
+            assert_eq!(args[at + 1], r#"{"mcpServers":{}}"#);
+            assert!(args[at + 2].starts_with("--"), "{args:?}");
+        }
+    }
+
+    #[test]
     fn argv_hostile_ticket_is_one_prompt_argument() {
         let prompt = plan_prompt(
             "--dangerously-skip-permissions",
@@ -2017,7 +2042,7 @@ mod tests {
         assert_eq!(last, &prompt);
         assert!(last.starts_with(PLAN_PREAMBLE));
         assert!(!last.starts_with('-'));
-        assert_eq!(args.len(), 11);
+        assert_eq!(args.len(), 14);
         assert!(!args.iter().any(|a| a == "--dangerously-skip-permissions"));
         assert_eq!(args.iter().filter(|a| *a == "--permission-mode").count(), 1);
     }

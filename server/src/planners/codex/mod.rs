@@ -47,6 +47,12 @@ use super::writable::Env;
 use planwire_sandbox::Writable;
 use std::path::Path;
 
+// No override keeps the user's MCP servers out (checked with 0.171): `-c mcp_servers={}` is
+// merged into the user's table and leaves every server, and `-c mcp_servers.NAME.enabled=false`
+// for a server the user does not have fails the config load ("invalid transport"). Their
+// servers run inside the pass's sandbox, and `planwire mcp` refuses to serve there
+// (`crate::mcp::inside_a_planner`; `tests/e2e/realcli_mcp.rs`).
+
 /// Options that keep a pass bounded and free of background processes. Connection failures are
 /// retried for ever by default (one run waited 197 s); with the feature off a refused
 /// connection fails in about a second.
